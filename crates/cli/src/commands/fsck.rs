@@ -1,0 +1,8 @@
+use crate::Cli;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
+    todo!()
+}

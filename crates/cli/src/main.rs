@@ -1,0 +1,65 @@
+//! `rewind`: the command-line front of the Rewind engine. Thin: parse, call the library,
+//! print. One file per command under `commands/`. The contract (flags, exit codes, output
+//! rules) is `SPEC.md`; see `docs/cli.md`.
+
+mod commands;
+mod exit;
+mod output;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// A workspace time machine for AI coding agents.
+#[derive(Parser, Debug)]
+#[command(name = "rewind", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The workspace root [default: current directory].
+    #[arg(short = 'C', long = "workspace", global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Session the command acts for.
+    #[arg(
+        short = 's',
+        long = "session",
+        global = true,
+        env = "REWIND_SESSION",
+        default_value = "default",
+        value_name = "ID"
+    )]
+    pub session: String,
+
+    /// One JSON document on stdout instead of human text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    Init(commands::init::Args),
+    Status(commands::status::Args),
+    Fsck(commands::fsck::Args),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let result = commands::run(&cli);
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            eprintln!("rewind: {}", exit::describe(&err));
+            std::process::exit(exit::code_for(&err));
+        }
+    }
+}

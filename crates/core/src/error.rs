@@ -1,0 +1,16 @@
+use std::path::PathBuf;
+
+/// Errors of the engine. Each variant is something a caller can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The workspace lock is held by another process and the bounded wait ran out.
+    #[error("the workspace is busy: {holder}; try again, or wait for it to finish")]
+    Busy { holder: String },
+    /// A bad argument the command line could not catch (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Store(#[from] rewind_store::Error),
+    #[error("{op} {path}: {source}")]
+    Io { op: &'static str, path: PathBuf, source: std::io::Error },
+}

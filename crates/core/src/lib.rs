@@ -1,0 +1,5 @@
+//! The Rewind engine: workspaces, scanning, snapshots and restore.
+
+mod error;
+
+pub use error::Error;

@@ -1,0 +1,182 @@
+//! Tree objects: the sorted entries of one directory.
+//!
+//! Serialized form (all integers little-endian):
+//! `b"RWT1"`, `u32` entry count, then per entry: `u32` name length, name bytes, `u8` kind,
+//! `u32` mode, `u64` size, 32-byte id. Entries are sorted by name bytes and names are unique,
+//! so one directory has exactly one encoding and one id.
+
+use crate::{Error, ObjectId};
+
+/// What a path is. The discriminants are part of the on-disk format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    /// A regular file; `id` is its content id (a blob or a chunked file object).
+    File = 1,
+    /// A symbolic link; `id` is the blob holding the link text. Never followed.
+    Symlink = 2,
+    /// A directory; `id` is its tree.
+    Dir = 3,
+    /// A regular file whose content was not captured (too large, unreadable, over budget).
+    /// `id` is [`ObjectId::ZERO`]; `size` is what was seen. A restore must never delete or
+    /// overwrite such a path as if it were known.
+    Uncovered = 4,
+}
+
+impl EntryKind {
+    pub fn from_u8(b: u8) -> Option<EntryKind> {
+        match b {
+            1 => Some(EntryKind::File),
+            2 => Some(EntryKind::Symlink),
+            3 => Some(EntryKind::Dir),
+            4 => Some(EntryKind::Uncovered),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of a directory.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TreeEntry {
+    /// The file name: raw bytes (names need not be UTF-8). Never empty, `.`, `..`, or
+    /// containing `/` or NUL.
+    pub name: Vec<u8>,
+    pub kind: EntryKind,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+    /// Content size in bytes (link text length for symlinks, 0 for directories).
+    pub size: u64,
+    pub id: ObjectId,
+}
+
+/// A directory listing, sorted by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tree {
+    entries: Vec<TreeEntry>,
+}
+
+/// Whether `name` may be one path component of a tree.
+pub fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name != b"." && name != b".." && !name.contains(&b'/') && !name.contains(&0)
+}
+
+impl Tree {
+    /// Builds a tree, sorting the entries. Fails on an invalid or duplicate name.
+    pub fn new(mut entries: Vec<TreeEntry>) -> Result<Tree, Error> {
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for w in entries.windows(2) {
+            if w[0].name == w[1].name {
+                return Err(Error::Format(format!(
+                    "tree has a duplicate entry {:?}",
+                    String::from_utf8_lossy(&w[0].name)
+                )));
+            }
+        }
+        if let Some(e) = entries.iter().find(|e| !valid_name(&e.name)) {
+            return Err(Error::Format(format!(
+                "tree entry name {:?} is not a valid file name",
+                String::from_utf8_lossy(&e.name)
+            )));
+        }
+        Ok(Tree { entries })
+    }
+
+    pub fn entries(&self) -> &[TreeEntry] {
+        &self.entries
+    }
+
+    pub fn into_entries(self) -> Vec<TreeEntry> {
+        self.entries
+    }
+
+    pub fn get(&self, name: &[u8]) -> Option<&TreeEntry> {
+        self.entries
+            .binary_search_by(|e| e.name.as_slice().cmp(name))
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + self.entries.len() * 64);
+        out.extend_from_slice(b"RWT1");
+        out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        for e in &self.entries {
+            out.extend_from_slice(&(e.name.len() as u32).to_le_bytes());
+            out.extend_from_slice(&e.name);
+            out.push(e.kind as u8);
+            out.extend_from_slice(&e.mode.to_le_bytes());
+            out.extend_from_slice(&e.size.to_le_bytes());
+            out.extend_from_slice(&e.id.0);
+        }
+        out
+    }
+
+    pub fn decode(data: &[u8]) -> Result<Tree, Error> {
+        let bad = |why: &str| Error::Format(format!("tree object is malformed: {why}"));
+        let mut r = Cursor { data, pos: 0 };
+        if r.take(4).ok_or_else(|| bad("short header"))? != b"RWT1" {
+            return Err(bad("bad magic"));
+        }
+        let n = r.u32().ok_or_else(|| bad("short header"))? as usize;
+        let mut entries = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let len = r.u32().ok_or_else(|| bad("truncated"))? as usize;
+            let name = r.take(len).ok_or_else(|| bad("truncated"))?.to_vec();
+            let kind = r.take(1).ok_or_else(|| bad("truncated"))?[0];
+            let kind = EntryKind::from_u8(kind).ok_or_else(|| bad("unknown entry kind"))?;
+            let mode = r.u32().ok_or_else(|| bad("truncated"))?;
+            let size = r.u64().ok_or_else(|| bad("truncated"))?;
+            let id: [u8; 32] = r.take(32).ok_or_else(|| bad("truncated"))?.try_into().unwrap();
+            entries.push(TreeEntry { name, kind, mode, size, id: ObjectId(id) });
+        }
+        if r.pos != data.len() {
+            return Err(bad("trailing bytes"));
+        }
+        let tree = Tree::new(entries)?;
+        Ok(tree)
+    }
+}
+
+struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.data.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(s)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_sorted() {
+        let e = |n: &[u8]| TreeEntry {
+            name: n.to_vec(),
+            kind: EntryKind::File,
+            mode: 0o644,
+            size: 3,
+            id: ObjectId([7; 32]),
+        };
+        let t = Tree::new(vec![e(b"b"), e(b"a\xff"), e(b"a")]).unwrap();
+        assert_eq!(t.entries()[0].name, b"a");
+        assert_eq!(Tree::decode(&t.encode()).unwrap(), t);
+        assert!(Tree::new(vec![e(b"a"), e(b"a")]).is_err());
+        assert!(Tree::new(vec![e(b"..")]).is_err());
+        assert!(Tree::new(vec![e(b"x/y")]).is_err());
+    }
+}
