@@ -29,7 +29,11 @@ impl std::error::Error for Exit {}
 
 #[allow(dead_code)]
 pub fn fail(code: i32, message: impl Into<String>) -> anyhow::Error {
-    Exit { code, message: message.into() }.into()
+    Exit {
+        code,
+        message: message.into(),
+    }
+    .into()
 }
 
 pub fn code_for(err: &anyhow::Error) -> i32 {

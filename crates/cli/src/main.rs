@@ -49,7 +49,11 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
-            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             std::process::exit(code);
         }

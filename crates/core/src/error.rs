@@ -9,8 +9,15 @@ pub enum Error {
     /// A bad argument the command line could not catch (exit 2).
     #[error("{0}")]
     Usage(String),
+    /// A configuration file is malformed or has an unknown key.
+    #[error("configuration {file}: {message}")]
+    Config { file: PathBuf, message: String },
     #[error(transparent)]
     Store(#[from] rewind_store::Error),
     #[error("{op} {path}: {source}")]
-    Io { op: &'static str, path: PathBuf, source: std::io::Error },
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }

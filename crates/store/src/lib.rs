@@ -34,13 +34,21 @@ pub enum Error {
     Missing { id: ObjectId },
     /// The object's bytes do not hash to its id, or cannot be decoded.
     #[error("object {id} in pack {pack} is corrupt: {reason}")]
-    Corrupt { id: ObjectId, pack: String, reason: String },
+    Corrupt {
+        id: ObjectId,
+        pack: String,
+        reason: String,
+    },
     /// The index points into a pack file that is not on disk.
     #[error("pack {pack} is missing from the store")]
     MissingPack { pack: String },
     /// A file-system operation failed.
     #[error("{op} {path}: {source}")]
-    Io { op: &'static str, path: PathBuf, source: std::io::Error },
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// Reading the caller's stream failed while storing it.
     #[error("reading input: {0}")]
     Input(std::io::Error),
@@ -64,7 +72,10 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        StoreConfig { zstd_level: 3, pack_target_size: 32 << 20 }
+        StoreConfig {
+            zstd_level: 3,
+            pack_target_size: 32 << 20,
+        }
     }
 }
 
@@ -91,9 +102,17 @@ pub struct CommitStats {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FsckProblem {
     /// The object's stored bytes are damaged.
-    Corrupt { id: ObjectId, kind: ObjectKind, pack: String, reason: String },
+    Corrupt {
+        id: ObjectId,
+        kind: ObjectKind,
+        pack: String,
+        reason: String,
+    },
     /// A pack the index refers to is gone; these objects are lost with it.
-    MissingPack { pack: String, objects: Vec<ObjectId> },
+    MissingPack {
+        pack: String,
+        objects: Vec<ObjectId>,
+    },
     /// A pack on disk that no index row refers to and whose trailer cannot be read.
     UnreadablePack { pack: String, reason: String },
 }

@@ -129,8 +129,18 @@ impl Tree {
             let kind = EntryKind::from_u8(kind).ok_or_else(|| bad("unknown entry kind"))?;
             let mode = r.u32().ok_or_else(|| bad("truncated"))?;
             let size = r.u64().ok_or_else(|| bad("truncated"))?;
-            let id: [u8; 32] = r.take(32).ok_or_else(|| bad("truncated"))?.try_into().unwrap();
-            entries.push(TreeEntry { name, kind, mode, size, id: ObjectId(id) });
+            let id: [u8; 32] = r
+                .take(32)
+                .ok_or_else(|| bad("truncated"))?
+                .try_into()
+                .unwrap();
+            entries.push(TreeEntry {
+                name,
+                kind,
+                mode,
+                size,
+                id: ObjectId(id),
+            });
         }
         if r.pos != data.len() {
             return Err(bad("trailing bytes"));

@@ -1,0 +1,247 @@
+//! Configuration: `$REWIND_HOME/config.toml`, overridden key by key by `.rewind.toml` at the
+//! workspace root. Unknown keys are an error naming the file, so a typo never silently turns a
+//! protection off.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use rewind_sandbox::SandboxConfig;
+
+use crate::Error;
+
+/// File name of the per-workspace override at the root.
+pub const WORKSPACE_CONFIG: &str = ".rewind.toml";
+/// File name of the user-level config in `$REWIND_HOME`.
+pub const USER_CONFIG: &str = "config.toml";
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub capture: CaptureConfig,
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+    #[serde(default)]
+    pub retention: RetentionConfig,
+}
+
+/// What happens to paths the ignore rules match.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum IgnoredPolicy {
+    /// Not captured and never touched by a restore (default).
+    #[default]
+    Skip,
+    /// Captured and restored like any other path.
+    Capture,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureConfig {
+    /// Files larger than this are recorded as uncovered. Default 2G.
+    pub max_file_size: Option<Size>,
+    /// A capture that runs longer than this stops hashing and records the rest as uncovered.
+    pub time_budget: Option<Span>,
+    pub ignored: Option<IgnoredPolicy>,
+}
+
+impl CaptureConfig {
+    pub fn max_file_size(&self) -> u64 {
+        self.max_file_size.map(|s| s.0).unwrap_or(2 << 30)
+    }
+    pub fn time_budget(&self) -> Option<Duration> {
+        self.time_budget.map(|s| s.0)
+    }
+    pub fn ignored(&self) -> IgnoredPolicy {
+        self.ignored.unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    pub max_bytes: Option<Size>,
+    pub max_age: Option<Span>,
+    pub keep: Option<u64>,
+}
+
+/// A size as SPEC.md writes it: `1048576`, `500K`, `500M`, `2G` (binary multiples).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+/// A duration as SPEC.md writes it: `30s`, `15m`, `12h`, `7d`, `2w`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span(pub Duration);
+
+impl std::str::FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Size, String> {
+        let bad = || format!("{s:?} is not a size; write 1048576, 500K, 500M or 2G");
+        let t = s.trim();
+        let (num, mult) = match t.char_indices().last() {
+            Some((i, c)) if c.is_ascii_alphabetic() => {
+                let m: u64 = match c.to_ascii_uppercase() {
+                    'K' => 1 << 10,
+                    'M' => 1 << 20,
+                    'G' => 1 << 30,
+                    'T' => 1 << 40,
+                    _ => return Err(bad()),
+                };
+                (&t[..i], m)
+            }
+            _ => (t, 1),
+        };
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        n.checked_mul(mult).map(Size).ok_or_else(bad)
+    }
+}
+
+impl std::str::FromStr for Span {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Span, String> {
+        let bad = || format!("{s:?} is not a duration; write 30s, 15m, 12h, 7d or 2w");
+        let t = s.trim();
+        let unit = t.chars().last().ok_or_else(bad)?;
+        let secs: u64 = match unit {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86400,
+            'w' => 7 * 86400,
+            _ => return Err(bad()),
+        };
+        let n: u64 = t[..t.len() - 1].parse().map_err(|_| bad())?;
+        Ok(Span(Duration::from_secs(
+            n.checked_mul(secs).ok_or_else(bad)?,
+        )))
+    }
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Size, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Size(n)),
+            Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Span, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Config {
+    /// Loads the user config from `home` and the workspace override from `root` (either may be
+    /// absent). Keys of the workspace file replace the same keys of the user file.
+    pub fn load(home: &Path, root: Option<&Path>) -> Result<Config, Error> {
+        let mut merged = toml::Table::new();
+        let mut files = vec![home.join(USER_CONFIG)];
+        if let Some(root) = root {
+            files.push(root.join(WORKSPACE_CONFIG));
+        }
+        for file in &files {
+            if let Some(table) = read_table(file)? {
+                merge(&mut merged, table);
+            }
+        }
+        let shown = files
+            .iter()
+            .filter(|f| f.exists())
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" and ");
+        toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| Error::Config {
+                file: PathBuf::from(shown),
+                message: e.to_string(),
+            })
+    }
+}
+
+fn read_table(file: &Path) -> Result<Option<toml::Table>, Error> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(Error::Io {
+                op: "reading",
+                path: file.to_path_buf(),
+                source: e,
+            })
+        }
+    };
+    text.parse::<toml::Table>()
+        .map(Some)
+        .map_err(|e| Error::Config {
+            file: file.to_path_buf(),
+            message: e.to_string(),
+        })
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table) {
+    for (k, v) in from {
+        match (into.get_mut(&k), v) {
+            (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_spans() {
+        assert_eq!("500K".parse::<Size>().unwrap().0, 500 << 10);
+        assert_eq!("2G".parse::<Size>().unwrap().0, 2 << 30);
+        assert_eq!("1048576".parse::<Size>().unwrap().0, 1 << 20);
+        assert!("5X".parse::<Size>().is_err());
+        assert_eq!("2w".parse::<Span>().unwrap().0.as_secs(), 14 * 86400);
+        assert!("12".parse::<Span>().is_err());
+    }
+
+    #[test]
+    fn workspace_overrides_user_and_unknown_keys_fail() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join(USER_CONFIG),
+            "[capture]\nmax_file_size = \"1M\"\nignored = \"capture\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.path().join(WORKSPACE_CONFIG),
+            "[capture]\nmax_file_size = 10\n",
+        )
+        .unwrap();
+        let c = Config::load(home.path(), Some(root.path())).unwrap();
+        assert_eq!(c.capture.max_file_size(), 10);
+        assert_eq!(c.capture.ignored(), IgnoredPolicy::Capture);
+        std::fs::write(
+            root.path().join(WORKSPACE_CONFIG),
+            "[capture]\nmax_filesize = 10\n",
+        )
+        .unwrap();
+        let err = Config::load(home.path(), Some(root.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("max_filesize"), "{err}");
+        assert!(err.contains(WORKSPACE_CONFIG), "{err}");
+    }
+}
