@@ -39,8 +39,11 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Register the workspace and take the baseline capture.
     Init(commands::init::Args),
+    /// Workspace root and id, store size, snapshots, uncovered paths.
     Status(commands::status::Args),
+    /// Verify every object and reference; name what is lost.
     Fsck(commands::fsck::Args),
 }
 

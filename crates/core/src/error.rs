@@ -14,6 +14,11 @@ pub enum Error {
     Config { file: PathBuf, message: String },
     #[error(transparent)]
     Store(#[from] rewind_store::Error),
+    #[error("metadata database: {0}")]
+    Db(#[from] rusqlite::Error),
+    /// The directory is not a usable workspace root (refused, replaced, or misplaced state).
+    #[error("{0}")]
+    Workspace(String),
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,

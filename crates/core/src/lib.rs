@@ -1,9 +1,41 @@
-//! The Rewind engine: workspaces, scanning, snapshots and restore.
+//! The Rewind engine: workspaces, capture (scan + stat cache + store), whole-tree snapshots and
+//! restore.
+//!
+//! Principles this crate keeps (see DESIGN.md): never touch the user's git; state lives in
+//! `$REWIND_HOME`, never in the workspace; cost proportional to change (the stat cache); fail
+//! closed (what cannot be captured is recorded as uncovered and never deleted or overwritten as
+//! if it were known); never write outside the root or through a symlink.
 
+mod capture;
 pub mod config;
+mod db;
+mod entry;
 mod error;
+pub mod failpoint;
+mod fsops;
 mod home;
+mod ignore_rules;
+mod lock;
+pub mod relpath;
+pub mod restore;
+mod scan;
+mod state;
+mod workspace;
 
+pub use capture::{Capture, CaptureStats, Uncovered};
 pub use config::Config;
+pub use entry::{Change, Entry, EntryView};
 pub use error::Error;
 pub use home::rewind_home;
+pub use lock::WorkspaceLock;
+pub use restore::{Applied, RestorePlan, Skipped};
+pub use scan::Progress;
+pub use workspace::{OpenOptions, RestoreOutcome, Snapshot, Status, Workspace};
+
+fn serde_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(p))
+}
+
+fn serde_id<S: serde::Serializer>(id: &rewind_store::ObjectId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&id.to_hex())
+}

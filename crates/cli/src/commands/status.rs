@@ -1,8 +1,47 @@
+//! `rewind status`: the workspace, its store and what is not covered.
+
+use crate::output::{emit, human_bytes};
 use crate::Cli;
 
+/// Show the workspace root and id, store size, snapshots and uncovered paths.
 #[derive(clap::Args, Debug)]
 pub struct Args {}
 
-pub fn run(_cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
-    todo!()
+pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
+    let ws = super::open_workspace(cli, false)?;
+    let status = ws.status()?;
+    emit(cli.json, &status, |s| {
+        println!("workspace  {}", s.root);
+        println!("id         {}", s.id);
+        println!("state      {}", s.state_dir);
+        println!(
+            "store      {} in {} packs ({} objects, {} uncompressed)",
+            human_bytes(s.store.pack_bytes),
+            s.store.packs,
+            s.store.objects,
+            human_bytes(s.store.raw_bytes)
+        );
+        match &s.last_snapshot {
+            Some(l) => println!(
+                "snapshots  {} (last: #{} {}, tree {})",
+                s.snapshots,
+                l.seq,
+                l.label,
+                &l.root.to_hex()[..12]
+            ),
+            None => println!("snapshots  none yet (run `rewind init`)"),
+        }
+        if s.uncovered.is_empty() {
+            println!("uncovered  none");
+        } else {
+            println!(
+                "uncovered  {} paths (never restored or deleted):",
+                s.uncovered.len()
+            );
+            for u in &s.uncovered {
+                println!("  {} ({} bytes)", u.path_display(), u.size);
+            }
+        }
+    })?;
+    Ok(0)
 }

@@ -1,0 +1,376 @@
+//! Capture: walk the workspace, hash and store what changed, build the tree, and say what
+//! changed since the last capture.
+//!
+//! Cost is proportional to change: unchanged files are vouched for by the stat cache and never
+//! read; unchanged directories keep their cached tree id and are not re-encoded.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use rewind_store::{CommitStats, EntryKind, ObjectId, Store, Tree, TreeEntry, Writer};
+
+use crate::config::IgnoredPolicy;
+use crate::entry::{Change, Entry};
+use crate::relpath;
+use crate::scan::{self, Found, Progress, WalkOptions};
+use crate::state::{StatEntry, State};
+use crate::Error;
+
+pub struct CaptureOptions<'a> {
+    pub ignored: IgnoredPolicy,
+    pub max_file_size: u64,
+    pub time_budget: Option<Duration>,
+    pub skip: &'a [PathBuf],
+    pub progress: Option<&'a Progress>,
+}
+
+/// A path that exists but whose content is not in the store.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Uncovered {
+    #[serde(serialize_with = "crate::serde_path")]
+    pub path: Vec<u8>,
+    pub size: u64,
+    pub reason: String,
+}
+
+impl Uncovered {
+    pub fn path_display(&self) -> String {
+        relpath::display(&self.path)
+    }
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct CaptureStats {
+    pub entries: u64,
+    pub files_hashed: u64,
+    pub bytes_hashed: u64,
+    pub new_objects: u64,
+    pub new_pack_bytes: u64,
+}
+
+/// The result of one capture. The store side is already durable; the caller records it in the
+/// op log and then saves `state` (restic's order: data, index, then references, then caches).
+pub struct Capture {
+    pub root: ObjectId,
+    pub state: State,
+    pub changes: Vec<Change>,
+    pub uncovered: Vec<Uncovered>,
+    pub warnings: Vec<String>,
+    pub stats: CaptureStats,
+    /// Whether `state` differs from the cache it was computed from and should be saved.
+    pub state_changed: bool,
+}
+
+pub(crate) fn capture(
+    root: &Path,
+    store: &Store,
+    old: &State,
+    opts: &CaptureOptions,
+) -> Result<Capture, Error> {
+    let start = Instant::now();
+    let walk = scan::walk(
+        root,
+        old,
+        &WalkOptions {
+            ignored: opts.ignored,
+            skip: opts.skip,
+            progress: opts.progress,
+        },
+    );
+    let mut dirs = walk.dirs;
+    let writer = store.writer()?;
+
+    // Hash what the cache could not vouch for, in parallel.
+    let mut todo: Vec<(&Vec<u8>, usize, &Found)> = Vec::new();
+    for (dir, entries) in &dirs {
+        for (i, f) in entries.iter().enumerate() {
+            if !f.known && matches!(f.stat.kind, EntryKind::File | EntryKind::Symlink) {
+                todo.push((dir, i, f));
+            }
+        }
+    }
+    let results: Vec<(Vec<u8>, usize, Result<Found, Error>)> = todo
+        .par_iter()
+        .map(|(dir, i, f)| {
+            let r = hash_one(root, dir, f, &writer, opts, start);
+            ((*dir).clone(), *i, r)
+        })
+        .collect();
+    let mut stats = CaptureStats::default();
+    for (dir, i, r) in results {
+        let f = r?;
+        if f.stat.kind != EntryKind::Uncovered {
+            stats.files_hashed += 1;
+            stats.bytes_hashed += f.stat.size;
+        }
+        dirs.get_mut(&dir).expect("walked directory")[i] = f;
+    }
+
+    let root_id = build_trees(&mut dirs, old, &writer)?;
+    let commit: CommitStats = writer.commit()?;
+    stats.new_objects = commit.new_objects;
+    stats.new_pack_bytes = commit.new_pack_bytes;
+
+    let mut uncovered = Vec::new();
+    let mut state = State {
+        root: root_id,
+        dirs: HashMap::with_capacity(dirs.len()),
+        written_ns: 0,
+    };
+    for (dir, entries) in dirs {
+        stats.entries += entries.len() as u64;
+        let mut stat_entries = Vec::with_capacity(entries.len());
+        for f in entries {
+            if let Some(reason) = f.uncovered {
+                uncovered.push(Uncovered {
+                    path: relpath::join(&dir, &f.stat.name),
+                    size: f.stat.size,
+                    reason,
+                });
+            }
+            stat_entries.push(f.stat);
+        }
+        state.dirs.insert(dir, stat_entries);
+    }
+    uncovered.sort_by(|a, b| a.path.cmp(&b.path));
+    let changes = diff_states(old, &state);
+    let state_changed = !changes.is_empty() || stats.files_hashed > 0 || old.root != state.root;
+    Ok(Capture {
+        root: root_id,
+        state,
+        changes,
+        uncovered,
+        warnings: walk.warnings,
+        stats,
+        state_changed,
+    })
+}
+
+fn hash_one(
+    root: &Path,
+    dir: &[u8],
+    f: &Found,
+    writer: &Writer,
+    opts: &CaptureOptions,
+    start: Instant,
+) -> Result<Found, Error> {
+    let rel = relpath::join(dir, &f.stat.name);
+    let abs = relpath::to_path(root, &rel);
+    let mut out = f.clone();
+    if f.stat.kind == EntryKind::Symlink {
+        let target = match std::fs::read_link(&abs) {
+            Ok(t) => t,
+            Err(e) => {
+                return Ok(scan::uncovered(
+                    f.stat.name.clone(),
+                    f.stat.size,
+                    format!("cannot read link: {e}"),
+                ))
+            }
+        };
+        let bytes = target.as_os_str().as_bytes();
+        out.stat.id = writer.put_blob(bytes)?;
+        out.stat.size = bytes.len() as u64;
+        out.known = true;
+        return Ok(out);
+    }
+    if f.stat.size > opts.max_file_size {
+        return Ok(scan::uncovered(
+            f.stat.name.clone(),
+            f.stat.size,
+            format!(
+                "larger than capture.max_file_size ({} bytes)",
+                opts.max_file_size
+            ),
+        ));
+    }
+    if let Some(budget) = opts.time_budget {
+        if start.elapsed() > budget {
+            return Ok(scan::uncovered(
+                f.stat.name.clone(),
+                f.stat.size,
+                format!(
+                    "capture.time_budget ({}s) ran out before this file",
+                    budget.as_secs()
+                ),
+            ));
+        }
+    }
+    let mut file = match File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&abs)
+    {
+        Ok(file) => file,
+        Err(e) => {
+            return Ok(scan::uncovered(
+                f.stat.name.clone(),
+                f.stat.size,
+                format!("cannot open: {e}"),
+            ))
+        }
+    };
+    let (id, size) = match writer.put_content(&mut file) {
+        Ok(r) => r,
+        Err(rewind_store::Error::Input(e)) => {
+            return Ok(scan::uncovered(
+                f.stat.name.clone(),
+                f.stat.size,
+                format!("cannot read: {e}"),
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    out.stat.id = id;
+    out.stat.size = size;
+    out.known = true;
+    if let Some(p) = opts.progress {
+        p.files_hashed.fetch_add(1, Ordering::Relaxed);
+        p.bytes_hashed.fetch_add(size, Ordering::Relaxed);
+    }
+    // Changed while we read it: keep what we read, but make sure the next scan reads it again.
+    if let Ok(m) = file.metadata() {
+        let mtime = m.mtime() * 1_000_000_000 + m.mtime_nsec();
+        if m.size() != size || mtime != f.stat.mtime_ns {
+            out.stat.mtime_ns = -1;
+        }
+    }
+    Ok(out)
+}
+
+fn tree_entry(s: &StatEntry) -> TreeEntry {
+    TreeEntry {
+        name: s.name.clone(),
+        kind: s.kind,
+        mode: s.mode,
+        size: s.size,
+        id: s.id,
+    }
+}
+
+/// Builds trees bottom-up, reusing the cached tree id of every directory whose entries did not
+/// change. Returns the root tree id.
+fn build_trees(
+    dirs: &mut HashMap<Vec<u8>, Vec<Found>>,
+    old: &State,
+    writer: &Writer,
+) -> Result<ObjectId, Error> {
+    let mut order: Vec<Vec<u8>> = dirs.keys().cloned().collect();
+    let depth = |p: &[u8]| {
+        if p.is_empty() {
+            0
+        } else {
+            1 + p.iter().filter(|b| **b == b'/').count()
+        }
+    };
+    order.sort_by_key(|p| std::cmp::Reverse(depth(p)));
+    let mut tree_ids: HashMap<Vec<u8>, ObjectId> = HashMap::with_capacity(order.len());
+    for dir in order {
+        let entries = dirs.get_mut(&dir).expect("walked directory");
+        for f in entries.iter_mut() {
+            if f.stat.kind == EntryKind::Dir {
+                let child = relpath::join(&dir, &f.stat.name);
+                f.stat.id = tree_ids.get(&child).copied().unwrap_or(ObjectId::ZERO);
+            }
+        }
+        let unchanged = old.dirs.get(&dir).is_some_and(|cached| {
+            cached.len() == entries.len()
+                && cached.iter().zip(entries.iter()).all(|(c, f)| {
+                    c.name == f.stat.name
+                        && c.kind == f.stat.kind
+                        && c.mode == f.stat.mode
+                        && c.size == f.stat.size
+                        && c.id == f.stat.id
+                })
+        });
+        let cached_id = if unchanged {
+            old_tree_id(old, &dir)
+        } else {
+            None
+        };
+        let id = match cached_id {
+            Some(id) => id,
+            None => writer.put_tree(&Tree::new(
+                entries.iter().map(|f| tree_entry(&f.stat)).collect(),
+            )?)?,
+        };
+        tree_ids.insert(dir, id);
+    }
+    Ok(tree_ids.get(&Vec::new()).copied().unwrap_or(ObjectId::ZERO))
+}
+
+fn old_tree_id(old: &State, dir: &[u8]) -> Option<ObjectId> {
+    let id = if dir.is_empty() {
+        old.root
+    } else {
+        let (parent, name) = relpath::split(dir);
+        let entries = old.dirs.get(parent)?;
+        let i = entries
+            .binary_search_by(|e| e.name.as_slice().cmp(name))
+            .ok()?;
+        entries[i].id
+    };
+    (!id.is_zero()).then_some(id)
+}
+
+fn entry_of(s: &StatEntry) -> Entry {
+    Entry {
+        kind: s.kind,
+        mode: s.mode,
+        size: s.size,
+        id: s.id,
+    }
+}
+
+/// Every path whose entry differs between two states, sorted by path.
+pub(crate) fn diff_states(old: &State, new: &State) -> Vec<Change> {
+    let empty = Vec::new();
+    let mut changes = Vec::new();
+    let mut keys: Vec<&Vec<u8>> = old.dirs.keys().chain(new.dirs.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for dir in keys {
+        let a = old.dirs.get(dir).unwrap_or(&empty);
+        let b = new.dirs.get(dir).unwrap_or(&empty);
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let ord = match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) => x.name.cmp(&y.name),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            let (before, after, name) = match ord {
+                std::cmp::Ordering::Less => {
+                    i += 1;
+                    (Some(entry_of(&a[i - 1])), None, &a[i - 1].name)
+                }
+                std::cmp::Ordering::Greater => {
+                    j += 1;
+                    (None, Some(entry_of(&b[j - 1])), &b[j - 1].name)
+                }
+                std::cmp::Ordering::Equal => {
+                    i += 1;
+                    j += 1;
+                    let (x, y) = (entry_of(&a[i - 1]), entry_of(&b[j - 1]));
+                    if x.same_as(&y) {
+                        continue;
+                    }
+                    (Some(x), Some(y), &b[j - 1].name)
+                }
+            };
+            changes.push(Change {
+                path: relpath::join(dir, name),
+                before,
+                after,
+            });
+        }
+    }
+    changes.sort_by(|x, y| x.path.cmp(&y.path));
+    changes
+}

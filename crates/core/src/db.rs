@@ -1,0 +1,78 @@
+//! The engine's tables in `meta.sqlite` (the store keeps its own tables in the same file).
+//! Versioned migrations: each entry of `MIGRATIONS` runs once, in order, in one transaction
+//! with the version bump.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::Error;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: whole-tree snapshots (the op log of the next layer builds on this).
+    "CREATE TABLE snapshots (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        root BLOB NOT NULL,
+        created_ns INTEGER NOT NULL,
+        label TEXT NOT NULL
+    );",
+];
+
+pub fn open(path: &Path) -> Result<Connection, Error> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(30))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS core_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+    )?;
+    migrate(&conn)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &Connection) -> Result<(), Error> {
+    let version = |c: &Connection| -> rusqlite::Result<usize> {
+        c.query_row(
+            "SELECT value FROM core_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|v| v as usize)
+        .or_else(|e| {
+            if e == rusqlite::Error::QueryReturnedNoRows {
+                Ok(0)
+            } else {
+                Err(e)
+            }
+        })
+    };
+    if version(conn)? >= MIGRATIONS.len() {
+        return Ok(());
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| {
+        let from = version(conn)?;
+        if from > MIGRATIONS.len() {
+            return Err(Error::Usage(format!(
+                "this state was written by a newer rewind (schema {from}); upgrade rewind"
+            )));
+        }
+        for m in &MIGRATIONS[from..] {
+            conn.execute_batch(m)?;
+        }
+        conn.execute(
+            "INSERT INTO core_meta (key, value) VALUES ('schema_version', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [MIGRATIONS.len() as i64],
+        )?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(Error::from),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}

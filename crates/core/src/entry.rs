@@ -1,0 +1,81 @@
+//! What the engine knows about one path: an [`Entry`] (a file, a symlink, a directory, or an
+//! uncovered file), and a [`Change`] from one entry to another.
+
+use rewind_store::{EntryKind, ObjectId, TreeEntry};
+use serde::Serialize;
+
+/// The recorded state of one path. Directories carry the id of their tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+    pub size: u64,
+    pub id: ObjectId,
+}
+
+impl Entry {
+    pub fn from_tree_entry(e: &TreeEntry) -> Entry {
+        Entry {
+            kind: e.kind,
+            mode: e.mode,
+            size: e.size,
+            id: e.id,
+        }
+    }
+
+    /// Same content and kind and mode, ignoring the tree id of directories (a directory's
+    /// content is its children, which are compared one by one).
+    pub fn same_as(&self, other: &Entry) -> bool {
+        self.kind == other.kind
+            && self.mode == other.mode
+            && (self.kind == EntryKind::Dir || (self.id == other.id && self.size == other.size))
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        kind_name(self.kind, self.mode)
+    }
+}
+
+pub fn kind_name(kind: EntryKind, mode: u32) -> &'static str {
+    match kind {
+        EntryKind::File if mode & 0o111 != 0 => "executable",
+        EntryKind::File => "file",
+        EntryKind::Symlink => "symlink",
+        EntryKind::Dir => "dir",
+        EntryKind::Uncovered => "uncovered",
+    }
+}
+
+/// One path's change: `before` → `after`, `None` meaning absent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// Workspace-relative path, `/`-separated raw bytes.
+    pub path: Vec<u8>,
+    pub before: Option<Entry>,
+    pub after: Option<Entry>,
+}
+
+/// A JSON-friendly view of an entry.
+#[derive(Clone, Debug, Serialize)]
+pub struct EntryView {
+    pub kind: &'static str,
+    pub mode: String,
+    pub size: u64,
+    pub id: String,
+}
+
+impl From<&Entry> for EntryView {
+    fn from(e: &Entry) -> Self {
+        EntryView {
+            kind: e.kind_name(),
+            mode: format!("{:04o}", e.mode),
+            size: e.size,
+            id: if e.id.is_zero() {
+                String::new()
+            } else {
+                e.id.to_hex()
+            },
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! File-system writes confined to the workspace root (Linux/Unix `*at` calls).
+//!
+//! Every operation resolves the parent directory by walking from an open descriptor of the root
+//! with `O_NOFOLLOW | O_DIRECTORY`, one component at a time, so a symlink planted anywhere on
+//! the way (even between planning and writing) makes the operation fail instead of writing
+//! outside the root. Files are written to a temporary name in the same directory with mode
+//! 0600, given their exact mode, then renamed over the target: a reader sees the old or the new
+//! file, and the file is never more permissive than its target mode while being written.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+
+use crate::relpath;
+
+/// The workspace root, opened once.
+pub struct RootDir {
+    fd: OwnedFd,
+}
+
+/// What is at a path right now (`lstat`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Present {
+    Absent,
+    Dir { mode: u32 },
+    File { mode: u32 },
+    Symlink,
+    Other,
+}
+
+fn cstr(b: &[u8]) -> io::Result<CString> {
+    CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
+}
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+const DIR_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+
+impl RootDir {
+    pub fn open(root: &Path) -> io::Result<RootDir> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = cstr(root.as_os_str().as_bytes())?;
+        // SAFETY: plain syscall on a valid C string; the fd is owned below.
+        let fd = check(unsafe { libc::open(c.as_ptr(), DIR_FLAGS) })?;
+        Ok(RootDir {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// Opens the directory holding `rel` without following any symlink; returns it and the
+    /// final name.
+    fn parent<'a>(&self, rel: &'a [u8]) -> io::Result<(OwnedFd, &'a [u8])> {
+        relpath::check(rel)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let (dir, name) = relpath::split(rel);
+        let mut cur = self.fd.try_clone()?;
+        if !dir.is_empty() {
+            for comp in dir.split(|b| *b == b'/') {
+                let c = cstr(comp)?;
+                // SAFETY: valid fd and C string.
+                let fd = unsafe { libc::openat(cur.as_raw_fd(), c.as_ptr(), DIR_FLAGS) };
+                let fd = check(fd).map_err(|e| {
+                    if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::ENOTDIR) {
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            format!(
+                                "refusing to write under {}: a component is a symlink or not a directory",
+                                relpath::display(rel)
+                            ),
+                        )
+                    } else {
+                        e
+                    }
+                })?;
+                cur = unsafe { OwnedFd::from_raw_fd(fd) };
+            }
+        }
+        Ok((cur, name))
+    }
+
+    pub fn lstat(&self, rel: &[u8]) -> io::Result<Present> {
+        let (dir, name) = match self.parent(rel) {
+            Ok(p) => p,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Present::Absent),
+            Err(e) => return Err(e),
+        };
+        let c = cstr(name)?;
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid fd, C string and out-pointer.
+        let rc = unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::NotFound {
+                Ok(Present::Absent)
+            } else {
+                Err(e)
+            };
+        }
+        let mode = st.st_mode & 0o7777;
+        Ok(match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => Present::Dir { mode },
+            libc::S_IFREG => Present::File { mode },
+            libc::S_IFLNK => Present::Symlink,
+            _ => Present::Other,
+        })
+    }
+
+    /// Removes a file or symlink. Absent is success (idempotent).
+    pub fn remove_file(&self, rel: &[u8]) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
+        let c = cstr(name)?;
+        // SAFETY: valid fd and C string.
+        match check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) }) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
+    /// Removes an empty directory. Returns `Ok(false)` if it still holds entries (files Rewind
+    /// does not track, such as ignored ones), which are then left alone.
+    pub fn remove_dir(&self, rel: &[u8]) -> io::Result<bool> {
+        let (dir, name) = self.parent(rel)?;
+        let c = cstr(name)?;
+        // SAFETY: valid fd and C string.
+        match check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) }) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOTEMPTY)
+                    || e.raw_os_error() == Some(libc::EEXIST) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates a directory owner-only; its real mode is set by [`RootDir::chmod_dir`] once its
+    /// children are written. Existing directory is success.
+    pub fn make_dir(&self, rel: &[u8]) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
+        let c = cstr(name)?;
+        // SAFETY: valid fd and C string.
+        match check(unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o700) }) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match self.lstat(rel)? {
+                Present::Dir { .. } => Ok(()),
+                _ => Err(e),
+            },
+            r => r.map(drop),
+        }
+    }
+
+    pub fn chmod_dir(&self, rel: &[u8], mode: u32) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
+        let c = cstr(name)?;
+        // SAFETY: valid fd and C string; O_NOFOLLOW keeps this off symlinks.
+        let fd = check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), DIR_FLAGS) })?;
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        check(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }).map(drop)
+    }
+
+    /// Writes a regular file atomically: temp name in the same directory (0600), content from
+    /// `fill`, exact mode, optional fsync, rename over `rel`. Returns the written file's metadata.
+    pub fn write_file(
+        &self,
+        rel: &[u8],
+        mode: u32,
+        durable: bool,
+        fill: &mut dyn FnMut(&mut File) -> io::Result<()>,
+    ) -> io::Result<std::fs::Metadata> {
+        let (dir, name) = self.parent(rel)?;
+        let (tmp, mut file) = self.temp_file(&dir)?;
+        let result = (|| {
+            fill(&mut file)?;
+            file.flush()?;
+            // SAFETY: valid fd.
+            check(unsafe { libc::fchmod(file.as_raw_fd(), mode as libc::mode_t) })?;
+            if durable {
+                file.sync_all()?;
+            }
+            let meta = file.metadata()?;
+            rename_at(&dir, &tmp, name)?;
+            Ok(meta)
+        })();
+        if result.is_err() {
+            let _ = unlink_at(&dir, &tmp);
+        }
+        result
+    }
+
+    /// Creates (or replaces) a symlink atomically via a temporary name. The link is created, not
+    /// followed: its text may point anywhere.
+    pub fn write_symlink(&self, rel: &[u8], target: &[u8]) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
+        let t = cstr(target)?;
+        for attempt in 0..16u32 {
+            let tmp = temp_name(attempt);
+            let c = cstr(&tmp)?;
+            // SAFETY: valid fd and C strings.
+            match check(unsafe { libc::symlinkat(t.as_ptr(), dir.as_raw_fd(), c.as_ptr()) }) {
+                Ok(_) => {
+                    return rename_at(&dir, &tmp, name).inspect_err(|_| {
+                        let _ = unlink_at(&dir, &tmp);
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "could not find a free temporary name",
+        ))
+    }
+
+    fn temp_file(&self, dir: &OwnedFd) -> io::Result<(Vec<u8>, File)> {
+        for attempt in 0..16u32 {
+            let tmp = temp_name(attempt);
+            let c = cstr(&tmp)?;
+            let flags =
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            // SAFETY: valid fd and C string.
+            match check(unsafe {
+                libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, 0o600 as libc::c_uint)
+            }) {
+                Ok(fd) => return Ok((tmp, unsafe { File::from_raw_fd(fd) })),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "could not find a free temporary name",
+        ))
+    }
+}
+
+/// Prefix of the temporary names a restore writes; the scanner never sees them for long, and a
+/// leftover one from a crash is an ordinary untracked file the user can delete.
+pub const TEMP_PREFIX: &str = ".rewind-tmp-";
+
+fn temp_name(attempt: u32) -> Vec<u8> {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{TEMP_PREFIX}{}-{nanos:x}-{attempt}", std::process::id()).into_bytes()
+}
+
+fn rename_at(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
+    let (f, t) = (cstr(from)?, cstr(to)?);
+    // SAFETY: valid fds and C strings.
+    check(unsafe { libc::renameat(dir.as_raw_fd(), f.as_ptr(), dir.as_raw_fd(), t.as_ptr()) })
+        .map(drop)
+}
+
+fn unlink_at(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    let c = cstr(name)?;
+    // SAFETY: valid fd and C string.
+    check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) }).map(drop)
+}

@@ -1,0 +1,335 @@
+//! Whole-tree restore: plan the per-path steps that turn the current tree into a target tree,
+//! then apply them through [`RootDir`] so nothing outside the root is ever written.
+//!
+//! Only paths that differ are written (no mtime churn elsewhere). Steps come in an order that
+//! is safe to apply one by one: a subtree is emptied before its directory goes, a directory
+//! exists before anything is written into it, and directory modes are set last (deepest first)
+//! so a read-only target directory does not block writing its children.
+
+use std::io;
+
+use rewind_store::{EntryKind, ObjectId, Store, Tree, TreeEntry};
+use serde::Serialize;
+
+use crate::entry::{Change, Entry, EntryView};
+use crate::fsops::{Present, RootDir};
+use crate::relpath;
+use crate::Error;
+
+/// A path the plan leaves alone, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    #[serde(serialize_with = "crate::serde_path")]
+    pub path: Vec<u8>,
+    pub reason: String,
+}
+
+/// The steps of a restore, in the order they are applied. Each step says what the path is
+/// expected to be now (`before`) and what it becomes (`after`; `None` removes it).
+#[derive(Clone, Debug, Default)]
+pub struct RestorePlan {
+    pub steps: Vec<Change>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// What a step does, for previews.
+pub fn action(step: &Change) -> &'static str {
+    match (&step.before, &step.after) {
+        (None, Some(_)) => "create",
+        (Some(_), None) => "delete",
+        (Some(b), Some(a)) if b.kind != a.kind => "replace",
+        (Some(b), Some(a)) if b.id == a.id && b.size == a.size || a.kind == EntryKind::Dir => {
+            "mode"
+        }
+        (Some(_), Some(_)) => "modify",
+        (None, None) => "none",
+    }
+}
+
+/// A JSON view of a step.
+#[derive(Serialize)]
+pub struct StepView {
+    pub action: &'static str,
+    pub path: String,
+    pub before: Option<EntryView>,
+    pub after: Option<EntryView>,
+}
+
+impl From<&Change> for StepView {
+    fn from(c: &Change) -> Self {
+        StepView {
+            action: action(c),
+            path: relpath::display(&c.path),
+            before: c.before.as_ref().map(EntryView::from),
+            after: c.after.as_ref().map(EntryView::from),
+        }
+    }
+}
+
+/// Plans the restore of `current` (the tree on disk now) to `target`, limited to `scope` paths
+/// (and what is under them) when given.
+pub fn plan(
+    store: &Store,
+    current: ObjectId,
+    target: ObjectId,
+    scope: &[Vec<u8>],
+) -> Result<RestorePlan, Error> {
+    let mut plan = RestorePlan::default();
+    diff_trees(store, Some(current), Some(target), &[], &mut plan)?;
+    if !scope.is_empty() {
+        let under =
+            |p: &[u8], s: &[u8]| p == s || (p.starts_with(s) && p.get(s.len()) == Some(&b'/'));
+        plan.steps.retain(|step| {
+            scope.iter().any(|s| {
+                under(&step.path, s)
+                    // Ancestors a scoped path needs created.
+                    || (under(s, &step.path) && step.after.is_some_and(|a| a.kind == EntryKind::Dir))
+            })
+        });
+        plan.skipped
+            .retain(|k| scope.iter().any(|s| under(&k.path, s)));
+    }
+    Ok(plan)
+}
+
+fn read(store: &Store, id: Option<ObjectId>) -> Result<Vec<TreeEntry>, Error> {
+    match id {
+        Some(id) if !id.is_zero() => Ok(store.read_tree(&id)?.into_entries()),
+        _ => Ok(Vec::new()),
+    }
+}
+
+fn diff_trees(
+    store: &Store,
+    cur: Option<ObjectId>,
+    tgt: Option<ObjectId>,
+    dir: &[u8],
+    plan: &mut RestorePlan,
+) -> Result<(), Error> {
+    if cur == tgt {
+        return Ok(());
+    }
+    let (a, b) = (read(store, cur)?, read(store, tgt)?);
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let ord = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.name.cmp(&y.name),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        let (c, t) = match ord {
+            std::cmp::Ordering::Less => (Some(&a[i]), None),
+            std::cmp::Ordering::Greater => (None, Some(&b[j])),
+            std::cmp::Ordering::Equal => (Some(&a[i]), Some(&b[j])),
+        };
+        if c.is_some() {
+            i += 1;
+        }
+        if t.is_some() {
+            j += 1;
+        }
+        let path = relpath::join(dir, &c.or(t).expect("one side").name);
+        let (ce, te) = (c.map(Entry::from_tree_entry), t.map(Entry::from_tree_entry));
+        if let (Some(x), Some(y)) = (&ce, &te) {
+            if x.same_as(y) {
+                if x.kind == EntryKind::Dir {
+                    diff_trees(store, Some(x.id), Some(y.id), &path, plan)?;
+                }
+                continue;
+            }
+        }
+        if te.is_some_and(|t| t.kind == EntryKind::Uncovered) {
+            plan.skipped.push(Skipped {
+                path,
+                reason: "cannot restore: its content was never captured".into(),
+            });
+            continue;
+        }
+        if ce.is_some_and(|c| c.kind == EntryKind::Uncovered) {
+            plan.skipped.push(Skipped {
+                path,
+                reason: "left as it is: its current content is not captured, so it cannot be brought back".into(),
+            });
+            continue;
+        }
+        match (ce, te) {
+            (Some(x), Some(y)) if x.kind == EntryKind::Dir && y.kind == EntryKind::Dir => {
+                plan.steps.push(Change {
+                    path: path.clone(),
+                    before: ce,
+                    after: te,
+                });
+                diff_trees(store, Some(x.id), Some(y.id), &path, plan)?;
+            }
+            _ => {
+                if let Some(x) = ce.filter(|x| x.kind == EntryKind::Dir) {
+                    // Empty the directory before it is replaced or removed.
+                    diff_trees(store, Some(x.id), None, &path, plan)?;
+                }
+                plan.steps.push(Change {
+                    path: path.clone(),
+                    before: ce,
+                    after: te,
+                });
+                if let Some(y) = te.filter(|y| y.kind == EntryKind::Dir) {
+                    diff_trees(store, None, Some(y.id), &path, plan)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What applying a plan did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Applied {
+    pub written: u64,
+    pub removed: u64,
+    /// Directories that should have gone but still hold files Rewind does not track.
+    pub kept: Vec<Skipped>,
+}
+
+pub struct ApplyOptions {
+    /// fsync every written file before renaming it into place.
+    pub durable: bool,
+}
+
+/// Applies the plan's steps in order. Each step is idempotent ("make this path be that"), so a
+/// plan interrupted half-way can be applied again from the start.
+pub fn apply(
+    root: &RootDir,
+    store: &Store,
+    plan: &RestorePlan,
+    opts: &ApplyOptions,
+) -> Result<Applied, Error> {
+    let mut done = Applied::default();
+    let mut dir_modes: Vec<(&[u8], u32)> = Vec::new();
+    for step in &plan.steps {
+        let path = step.path.as_slice();
+        let io_err = |op: &'static str, e: io::Error| Error::Io {
+            op,
+            path: relpath::display(path).into(),
+            source: e,
+        };
+        let now = root.lstat(path).map_err(|e| io_err("inspecting", e))?;
+        match step.after {
+            None => {
+                match now {
+                    Present::Absent => {}
+                    Present::Dir { .. } => {
+                        if !root
+                            .remove_dir(path)
+                            .map_err(|e| io_err("removing directory", e))?
+                        {
+                            done.kept.push(Skipped {
+                                path: path.to_vec(),
+                                reason: "directory kept: it holds files Rewind does not track (ignored or new)".into(),
+                            });
+                            continue;
+                        }
+                    }
+                    _ => root.remove_file(path).map_err(|e| io_err("removing", e))?,
+                }
+                done.removed += 1;
+            }
+            Some(t) => {
+                if t.kind != EntryKind::Dir {
+                    if let Present::Dir { .. } = now {
+                        if !root
+                            .remove_dir(path)
+                            .map_err(|e| io_err("removing directory", e))?
+                        {
+                            return Err(io_err(
+                                "replacing directory",
+                                io::Error::other("it still holds files Rewind does not track; move them away and retry"),
+                            ));
+                        }
+                    }
+                }
+                match t.kind {
+                    EntryKind::Dir => {
+                        if !matches!(now, Present::Dir { .. } | Present::Absent) {
+                            root.remove_file(path).map_err(|e| io_err("removing", e))?;
+                        }
+                        root.make_dir(path)
+                            .map_err(|e| io_err("creating directory", e))?;
+                        dir_modes.push((path, t.mode));
+                    }
+                    EntryKind::File => {
+                        let mut fill = |f: &mut std::fs::File| {
+                            store
+                                .read_content(&t.id, f)
+                                .map(drop)
+                                .map_err(io::Error::other)
+                        };
+                        root.write_file(path, t.mode, opts.durable, &mut fill)
+                            .map_err(|e| unwrap_store(e, path))?;
+                    }
+                    EntryKind::Symlink => {
+                        let text = store.read_blob(&t.id)?;
+                        root.write_symlink(path, &text)
+                            .map_err(|e| io_err("creating symlink", e))?;
+                    }
+                    EntryKind::Uncovered => continue,
+                }
+                done.written += 1;
+            }
+        }
+    }
+    // Deepest first, so a read-only directory is sealed after everything inside it.
+    dir_modes.sort_by_key(|(p, _)| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));
+    for (path, mode) in dir_modes {
+        root.chmod_dir(path, mode).map_err(|e| Error::Io {
+            op: "setting mode of",
+            path: relpath::display(path).into(),
+            source: e,
+        })?;
+    }
+    Ok(done)
+}
+
+/// A store error surfaced through the `io::Error` of a write callback keeps its own type, so a
+/// missing object is still "checkpoint unavailable" (exit 7) and not a generic I/O failure.
+fn unwrap_store(e: io::Error, path: &[u8]) -> Error {
+    if e.get_ref()
+        .is_some_and(|inner| inner.is::<rewind_store::Error>())
+    {
+        let inner = e
+            .into_inner()
+            .expect("checked")
+            .downcast::<rewind_store::Error>()
+            .expect("checked");
+        return Error::Store(*inner);
+    }
+    Error::Io {
+        op: "writing",
+        path: relpath::display(path).into(),
+        source: e,
+    }
+}
+
+/// Reads the whole tree under `id` into a flat, sorted list of (path, entry) — for tests and
+/// checks, not for hot paths.
+pub fn flatten(store: &Store, id: ObjectId) -> Result<Vec<(Vec<u8>, Entry)>, Error> {
+    fn go(
+        store: &Store,
+        id: ObjectId,
+        dir: &[u8],
+        out: &mut Vec<(Vec<u8>, Entry)>,
+    ) -> Result<(), Error> {
+        let tree: Tree = store.read_tree(&id)?;
+        for e in tree.entries() {
+            let path = relpath::join(dir, &e.name);
+            out.push((path.clone(), Entry::from_tree_entry(e)));
+            if e.kind == EntryKind::Dir {
+                go(store, e.id, &path, out)?;
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    if !id.is_zero() {
+        go(store, id, &[], &mut out)?;
+    }
+    Ok(out)
+}

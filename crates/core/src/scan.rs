@@ -1,0 +1,234 @@
+//! The parallel per-directory walk (jj's design: one rayon job per directory), compared against
+//! the stat cache so that unchanged files are never read.
+//!
+//! Never follows symlinks (they are recorded as links), never enters `.git`, skips ignored
+//! paths unless the policy says to capture them, and records what it cannot read as uncovered.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rewind_store::{EntryKind, ObjectId};
+
+use crate::config::IgnoredPolicy;
+use crate::ignore_rules::Rules;
+use crate::relpath;
+use crate::state::{StatEntry, State};
+
+/// Directory names that are never captured and never written.
+pub const NEVER_CAPTURED: &[&[u8]] = &[b".git"];
+
+/// Live counters a front end can poll for a progress bar.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub entries_seen: AtomicU64,
+    pub files_hashed: AtomicU64,
+    pub bytes_hashed: AtomicU64,
+}
+
+pub(crate) struct WalkOptions<'a> {
+    pub ignored: IgnoredPolicy,
+    /// Absolute paths never entered (the state directory, if someone put it inside).
+    pub skip: &'a [PathBuf],
+    pub progress: Option<&'a Progress>,
+}
+
+/// One directory entry as found on disk. `id` is known when the stat cache vouches for it.
+#[derive(Clone, Debug)]
+pub(crate) struct Found {
+    pub stat: StatEntry,
+    pub known: bool,
+    /// Why this could not be captured, when `stat.kind` is `Uncovered`.
+    pub uncovered: Option<String>,
+}
+
+/// Result of a walk: every directory's entries, sorted by name.
+pub(crate) struct Walk {
+    pub dirs: HashMap<Vec<u8>, Vec<Found>>,
+    pub warnings: Vec<String>,
+}
+
+pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
+    let mut warnings = Vec::new();
+    let rules = match opts.ignored {
+        IgnoredPolicy::Skip => Some(Rules::for_root(root, &mut warnings)),
+        IgnoredPolicy::Capture => None,
+    };
+    let out = Mutex::new(HashMap::new());
+    let warn = Mutex::new(warnings);
+    rayon::scope(|s| {
+        walk_dir(s, root, Vec::new(), rules, old, opts, &out, &warn);
+    });
+    Walk {
+        dirs: out.into_inner().unwrap(),
+        warnings: warn.into_inner().unwrap(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_dir<'s>(
+    scope: &rayon::Scope<'s>,
+    root: &'s Path,
+    rel: Vec<u8>,
+    rules: Option<Arc<Rules>>,
+    old: &'s State,
+    opts: &'s WalkOptions<'s>,
+    out: &'s Mutex<HashMap<Vec<u8>, Vec<Found>>>,
+    warn: &'s Mutex<Vec<String>>,
+) {
+    let abs = relpath::to_path(root, &rel);
+    let mut local_warn = Vec::new();
+    let rules = match (&rules, rel.is_empty()) {
+        (Some(r), false) => Some(r.for_dir(&abs, &mut local_warn)),
+        _ => rules,
+    };
+    let cached: &[StatEntry] = old.dirs.get(&rel).map(|v| v.as_slice()).unwrap_or(&[]);
+    let mut found = Vec::new();
+    let rd = match std::fs::read_dir(&abs) {
+        Ok(rd) => rd,
+        Err(e) => {
+            // Protect rather than guess: keep what the cache knew of this subtree, so an
+            // unreadable directory never looks like a deletion.
+            local_warn.push(format!(
+                "cannot read directory {}: {e}; its last captured state is kept",
+                abs.display()
+            ));
+            warn.lock().unwrap().extend(local_warn);
+            let mut out = out.lock().unwrap();
+            for (path, entries) in &old.dirs {
+                let inside = path == &rel
+                    || (path.starts_with(&rel)
+                        && (rel.is_empty() || path.get(rel.len()) == Some(&b'/')));
+                if inside {
+                    let kept = entries.iter().map(|e| Found {
+                        stat: e.clone(),
+                        known: true,
+                        uncovered: None,
+                    });
+                    out.insert(path.clone(), kept.collect());
+                }
+            }
+            out.entry(rel).or_default();
+            return;
+        }
+    };
+    for dent in rd {
+        let Ok(dent) = dent else { continue };
+        let name = dent.file_name().as_bytes().to_vec();
+        if NEVER_CAPTURED.contains(&name.as_slice()) {
+            continue;
+        }
+        let path = abs.join(OsStr::from_bytes(&name));
+        if !opts.skip.is_empty() && opts.skip.iter().any(|s| s == &path) {
+            continue;
+        }
+        let meta = match dent.metadata() {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                found.push(uncovered(name, 0, format!("cannot stat: {e}")));
+                continue;
+            }
+        };
+        let ft = meta.file_type();
+        if let Some(r) = &rules {
+            if r.is_ignored(&path, ft.is_dir()) {
+                continue;
+            }
+        }
+        if let Some(p) = opts.progress {
+            p.entries_seen.fetch_add(1, Ordering::Relaxed);
+        }
+        let kind = if ft.is_dir() {
+            EntryKind::Dir
+        } else if ft.is_symlink() {
+            EntryKind::Symlink
+        } else if ft.is_file() {
+            EntryKind::File
+        } else {
+            let what = if ft.is_fifo() {
+                "a FIFO"
+            } else if ft.is_socket() {
+                "a socket"
+            } else {
+                "a device file"
+            };
+            found.push(uncovered(name, 0, format!("{what} is not captured")));
+            continue;
+        };
+        let stat = StatEntry {
+            name,
+            kind,
+            mode: meta.mode() & 0o7777,
+            size: if kind == EntryKind::Dir {
+                0
+            } else {
+                meta.size()
+            },
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+            ino: meta.ino(),
+            id: ObjectId::ZERO,
+        };
+        found.push(Found {
+            stat,
+            known: false,
+            uncovered: None,
+        });
+    }
+    found.sort_by(|a, b| a.stat.name.cmp(&b.stat.name));
+    // Merge-join with the cache: a file whose stat matches and is not racy keeps its id.
+    let mut ci = 0;
+    for f in found.iter_mut() {
+        while ci < cached.len() && cached[ci].name < f.stat.name {
+            ci += 1;
+        }
+        if let Some(c) = cached.get(ci).filter(|c| c.name == f.stat.name) {
+            let s = &f.stat;
+            let clean = matches!(s.kind, EntryKind::File | EntryKind::Symlink)
+                && c.kind == s.kind
+                && c.mode == s.mode
+                && c.size == s.size
+                && c.mtime_ns == s.mtime_ns
+                && c.ctime_ns == s.ctime_ns
+                && c.ino == s.ino
+                && !old.is_racy(c);
+            if clean {
+                f.stat.id = c.id;
+                f.known = true;
+            }
+        }
+    }
+    for f in &found {
+        if f.stat.kind == EntryKind::Dir {
+            let child = relpath::join(&rel, &f.stat.name);
+            let child_rules = rules.clone();
+            scope.spawn(move |s| walk_dir(s, root, child, child_rules, old, opts, out, warn));
+        }
+    }
+    if !local_warn.is_empty() {
+        warn.lock().unwrap().extend(local_warn);
+    }
+    out.lock().unwrap().insert(rel, found);
+}
+
+pub(crate) fn uncovered(name: Vec<u8>, size: u64, why: String) -> Found {
+    Found {
+        stat: StatEntry {
+            name,
+            kind: EntryKind::Uncovered,
+            mode: 0,
+            size,
+            mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
+            id: ObjectId::ZERO,
+        },
+        known: true,
+        uncovered: Some(why),
+    }
+}

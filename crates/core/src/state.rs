@@ -1,0 +1,212 @@
+//! The stat cache (`state.bin`): what every captured path looked like on disk the last time it
+//! was hashed, so an unchanged tree is re-read without hashing anything.
+//!
+//! It is a cache, never the source of truth: if it is missing or unreadable, the next capture
+//! re-hashes everything (slow, but correct) and the store deduplicates. Written as temp file +
+//! fsync + rename, so readers see the old or the new file, never a torn one.
+//!
+//! Layout (little-endian), per directory so a directory's cached children are one slice the
+//! walker merge-joins against its `read_dir`:
+//! `b"RWS1"`, root tree id (32), `u32` directory count, then per directory: `u32` path length,
+//! path bytes (`""` for the root), `u32` entry count, then per entry sorted by name: `u32` name
+//! length, name, `u8` kind, `u32` mode, `u64` size, `i64` mtime ns, `i64` ctime ns, `u64` inode,
+//! id (32; a directory's tree id). A trailing BLAKE3 of everything before it detects damage.
+//!
+//! Racy timestamps (git's racy-git, jj's rule): an entry is trusted only if its mtime is
+//! strictly older than the state file's own mtime; anything modified in the same tick as the
+//! write is re-hashed on the next scan.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use rewind_store::{EntryKind, ObjectId};
+
+use crate::Error;
+
+/// One cached path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatEntry {
+    pub name: Vec<u8>,
+    pub kind: EntryKind,
+    pub mode: u32,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub id: ObjectId,
+}
+
+/// The cache: directory path → its entries sorted by name.
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    pub root: ObjectId,
+    pub dirs: HashMap<Vec<u8>, Vec<StatEntry>>,
+    /// mtime of the state file when it was loaded; entries at or after it are racy.
+    pub written_ns: i64,
+}
+
+impl State {
+    /// Loads the cache; a missing or damaged file gives an empty cache (everything re-hashed).
+    pub fn load(path: &Path) -> State {
+        let Ok(data) = std::fs::read(path) else {
+            return State::default();
+        };
+        let Ok(meta) = std::fs::metadata(path) else {
+            return State::default();
+        };
+        match decode(&data) {
+            Some(mut s) => {
+                s.written_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
+                s
+            }
+            None => State::default(),
+        }
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), Error> {
+        let io = |op, e| Error::Io {
+            op,
+            path: path.to_path_buf(),
+            source: e,
+        };
+        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+        let mut f = File::create(&tmp).map_err(|e| io("creating", e))?;
+        f.write_all(&encode(self)).map_err(|e| io("writing", e))?;
+        f.sync_all().map_err(|e| io("syncing", e))?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(|e| io("renaming into place", e))
+    }
+
+    /// Whether a cached entry can be trusted without reading the file.
+    pub fn is_racy(&self, e: &StatEntry) -> bool {
+        e.mtime_ns >= self.written_ns
+    }
+}
+
+fn encode(s: &State) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + s.dirs.values().map(|v| v.len() * 80).sum::<usize>());
+    out.extend_from_slice(b"RWS1");
+    out.extend_from_slice(&s.root.0);
+    let mut dirs: Vec<_> = s.dirs.iter().collect();
+    dirs.sort_by(|a, b| a.0.cmp(b.0));
+    out.extend_from_slice(&(dirs.len() as u32).to_le_bytes());
+    for (path, entries) in dirs {
+        out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        out.extend_from_slice(path);
+        out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        for e in entries {
+            out.extend_from_slice(&(e.name.len() as u32).to_le_bytes());
+            out.extend_from_slice(&e.name);
+            out.push(e.kind as u8);
+            out.extend_from_slice(&e.mode.to_le_bytes());
+            out.extend_from_slice(&e.size.to_le_bytes());
+            out.extend_from_slice(&e.mtime_ns.to_le_bytes());
+            out.extend_from_slice(&e.ctime_ns.to_le_bytes());
+            out.extend_from_slice(&e.ino.to_le_bytes());
+            out.extend_from_slice(&e.id.0);
+        }
+    }
+    let sum = blake3::hash(&out);
+    out.extend_from_slice(sum.as_bytes());
+    out
+}
+
+fn decode(data: &[u8]) -> Option<State> {
+    let (body, sum) = data.split_at(data.len().checked_sub(32)?);
+    if blake3::hash(body).as_bytes() != sum {
+        return None;
+    }
+    let mut r = Reader { data: body, pos: 0 };
+    if r.take(4)? != b"RWS1" {
+        return None;
+    }
+    let root = ObjectId(r.take(32)?.try_into().ok()?);
+    let ndirs = r.u32()? as usize;
+    let mut dirs = HashMap::with_capacity(ndirs);
+    for _ in 0..ndirs {
+        let plen = r.u32()? as usize;
+        let path = r.take(plen)?.to_vec();
+        let n = r.u32()? as usize;
+        let mut entries = Vec::with_capacity(n.min(1 << 20));
+        for _ in 0..n {
+            let nlen = r.u32()? as usize;
+            let name = r.take(nlen)?.to_vec();
+            let kind = EntryKind::from_u8(r.take(1)?[0])?;
+            entries.push(StatEntry {
+                name,
+                kind,
+                mode: r.u32()?,
+                size: r.u64()?,
+                mtime_ns: r.u64()? as i64,
+                ctime_ns: r.u64()? as i64,
+                ino: r.u64()?,
+                id: ObjectId(r.take(32)?.try_into().ok()?),
+            });
+        }
+        dirs.insert(path, entries);
+    }
+    (r.pos == body.len()).then_some(State {
+        root,
+        dirs,
+        written_ns: 0,
+    })
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.data.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(s)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_damage_means_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("state.bin");
+        let mut s = State {
+            root: ObjectId([1; 32]),
+            ..Default::default()
+        };
+        s.dirs.insert(
+            b"a\xff".to_vec(),
+            vec![StatEntry {
+                name: b"x".to_vec(),
+                kind: EntryKind::File,
+                mode: 0o755,
+                size: 9,
+                mtime_ns: 5,
+                ctime_ns: 6,
+                ino: 7,
+                id: ObjectId([2; 32]),
+            }],
+        );
+        s.save(&p).unwrap();
+        let l = State::load(&p);
+        assert_eq!(l.root, s.root);
+        assert_eq!(l.dirs, s.dirs);
+        assert!(l.written_ns > 0);
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes[40] ^= 1;
+        std::fs::write(&p, bytes).unwrap();
+        assert!(State::load(&p).dirs.is_empty());
+    }
+}
