@@ -1,0 +1,82 @@
+//! Running the real `rewind` binary against temporary workspaces and state directories.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub home: tempfile::TempDir,
+    pub root: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            home: tempfile::tempdir().unwrap(),
+            root: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rewind"));
+        c.env("REWIND_HOME", self.home.path())
+            .env_remove("REWIND_SESSION")
+            .env_remove("REWIND_FAILPOINT")
+            .arg("-C")
+            .arg(self.root.path())
+            .args(args);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Every pack file of every workspace in the state directory.
+    pub fn packs(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        fn go(d: &Path, out: &mut Vec<PathBuf>) {
+            if let Ok(rd) = std::fs::read_dir(d) {
+                for e in rd.flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        go(&p, out);
+                    } else if p.extension().is_some_and(|x| x == "pack")
+                        && !p.components().any(|c| c.as_os_str() == "tmp")
+                    {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+        go(self.home.path(), &mut out);
+        out.sort();
+        out
+    }
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so tests need no RNG crate.
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
