@@ -42,7 +42,16 @@ struct Identity {
     root_hex: String,
     dev: u64,
     ino: u64,
+    /// Birth time of the root directory where the file system records it: inode numbers are
+    /// reused at once on ext4, so dev + inode alone miss a directory deleted and re-created.
+    #[serde(default)]
+    btime_ns: Option<i64>,
     created_ns: i64,
+}
+
+fn birth_ns(meta: &std::fs::Metadata) -> Option<i64> {
+    let t = meta.created().ok()?;
+    Some(t.duration_since(UNIX_EPOCH).ok()?.as_nanos() as i64)
 }
 
 pub struct Workspace {
@@ -450,7 +459,9 @@ fn register(
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         match ident {
-            Some(i) if i.dev == meta.dev() && i.ino == meta.ino() => return Ok((id, false)),
+            Some(i) if i.dev == meta.dev() && i.ino == meta.ino() && i.btime_ns == birth_ns(meta) => {
+                return Ok((id, false))
+            }
             Some(_) if !force => {
                 return Err(Error::Workspace(format!(
                     "{} is not the directory that was registered as workspace {id}: it was replaced \
@@ -473,6 +484,7 @@ fn register(
         root_hex: hex::encode(root.as_os_str().as_bytes()),
         dev: meta.dev(),
         ino: meta.ino(),
+        btime_ns: birth_ns(meta),
         created_ns: now_ns(),
     };
     let ident_path = dir.join("workspace.json");
