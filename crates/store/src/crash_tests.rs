@@ -1,0 +1,2 @@
+//! placeholder
+pub(crate) fn after_rename_hook() {}
