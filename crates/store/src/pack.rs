@@ -451,8 +451,11 @@ pub(crate) fn read_object(file: &File, e: &Entry) -> Result<Vec<u8>, ReadError> 
 /// ever stale in the harmless direction (the bytes are still verified).
 #[derive(Default)]
 pub(crate) struct PackCache {
-    files: Mutex<HashMap<i64, (Arc<str>, Arc<File>)>>,
+    files: Mutex<HashMap<i64, OpenPack>>,
 }
+
+/// A pack's name and open file.
+pub(crate) type OpenPack = (Arc<str>, Arc<File>);
 
 const MAX_OPEN_PACKS: usize = 64;
 
@@ -463,7 +466,7 @@ impl PackCache {
         packs_dir: &Path,
         id: i64,
         name: impl FnOnce() -> Result<String>,
-    ) -> Result<(Arc<str>, Arc<File>)> {
+    ) -> Result<OpenPack> {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = files.get(&id) {
             return Ok(f.clone());
