@@ -5,12 +5,18 @@
 //! runs put_* on a rayon pool, so each worker thread keeps one compressor and one decompressor
 //! for its lifetime.
 //!
-//! Why the 97% rule and the sample: most bytes in a workspace that do not compress (media,
+//! Why the 97% rule and the pre-checks: most bytes in a workspace that do not compress (media,
 //! archives, build outputs) do not compress at all. Storing them raw saves the decompression on
-//! every read, and for large objects a 64 KiB sample tells early that the whole attempt would be
-//! wasted.
+//! every read, and a cheap look first avoids the wasted attempt:
+//!
+//! * for large objects, a 64 KiB sample compressed by zstd;
+//! * for small ones, where even a failed zstd attempt costs about 10 µs (mostly resetting its
+//!   tables), an order-0 entropy estimate over at most 2 KiB, about 4x cheaper (measured on
+//!   random 1-8 KiB objects). It misses only data that is byte-random yet repeats itself within
+//!   the object, which is rare and costs only space.
 
 use std::cell::RefCell;
+use std::sync::OnceLock;
 
 /// Objects shorter than this are stored raw: a zstd frame header alone is about a dozen bytes.
 const MIN_LEN: usize = 64;
@@ -44,9 +50,59 @@ pub(crate) fn compress(data: &[u8], level: i32) -> Option<Vec<u8>> {
         let (_, c) = cell.as_mut()?;
         if data.len() > 2 * SAMPLE_LEN {
             bounded(c, &data[..SAMPLE_LEN])?;
+        } else if looks_random(data) {
+            return None;
         }
         bounded(c, data)
     })
+}
+
+/// Whether the bytes' order-0 entropy (estimated on up to four 512-byte pieces spread over the
+/// data) says entropy coding could not reach 97%.
+fn looks_random(data: &[u8]) -> bool {
+    const PIECE: usize = 512;
+    // Four interleaved histograms: consecutive increments of one counter would serialise.
+    let mut hist = [[0u32; 256]; 4];
+    let mut count = |s: &[u8]| {
+        let mut quads = s.chunks_exact(4);
+        for q in &mut quads {
+            hist[0][q[0] as usize] += 1;
+            hist[1][q[1] as usize] += 1;
+            hist[2][q[2] as usize] += 1;
+            hist[3][q[3] as usize] += 1;
+        }
+        for &b in quads.remainder() {
+            hist[0][b as usize] += 1;
+        }
+    };
+    let n = if data.len() <= 4 * PIECE {
+        count(data);
+        data.len()
+    } else {
+        let step = (data.len() - PIECE) / 3;
+        for i in 0..4 {
+            count(&data[i * step..i * step + PIECE]);
+        }
+        4 * PIECE
+    };
+    // Entropy in bits: n log2 n - sum(c log2 c). A table of c log2 c, because 256 calls to
+    // log2 cost more than the histogram.
+    static C_LOG_C: OnceLock<Vec<f32>> = OnceLock::new();
+    let table = C_LOG_C.get_or_init(|| {
+        (0..=4 * PIECE)
+            .map(|c| match c {
+                0 => 0.0,
+                c => c as f32 * (c as f32).log2(),
+            })
+            .collect()
+    });
+    let [h0, h1, h2, h3] = &hist;
+    let mut sum = 0.0f32;
+    for (((a, b), c), d) in h0.iter().zip(h1).zip(h2).zip(h3) {
+        sum += table[(a + b + c + d) as usize];
+    }
+    let n = n as f32;
+    n * n.log2() - sum >= 0.97 * 8.0 * n
 }
 
 /// Compresses into a buffer of 97% of the input: zstd fails with "destination too small"
@@ -96,6 +152,21 @@ mod tests {
         assert!(compress(&random, 3).is_none());
         assert!(compress(&random[..4000], 3).is_none());
         assert!(compress(b"short", 3).is_none());
+    }
+
+    #[test]
+    fn entropy_check_tells_random_from_text() {
+        let mut random = vec![0u8; 8000];
+        blake3::Hasher::new().finalize_xof().fill(&mut random);
+        assert!(looks_random(&random));
+        assert!(looks_random(&random[..3000]));
+        let text = b"let x = compute(y); // a comment\n".repeat(200);
+        assert!(!looks_random(&text));
+        assert!(!looks_random(&[0u8; 5000]));
+        // Random bytes in the middle of text: the spread pieces see the text.
+        let mut mixed = text.clone();
+        mixed[2000..4000].copy_from_slice(&random[..2000]);
+        assert!(!looks_random(&mixed));
     }
 
     #[test]
