@@ -11,8 +11,13 @@
 //!
 //! Crash safety follows restic's rule (see `docs/format.md`): a pack is durable (fsync, rename,
 //! fsync of the directory) before any index row points into it, and the index rows of one
-//! [`Writer`] commit in one SQLite transaction. A crash leaves at most orphan packs, which the
-//! next [`Store::open`] adopts from their trailers or removes.
+//! [`Writer`] commit in one SQLite transaction. A crash leaves at most a dead writer's temp
+//! packs, which the next [`Store::open`] removes, and orphan packs (in place, not indexed),
+//! which it adopts from their trailers.
+//!
+//! Modules: `pack` (pack files, temp packs and their locks), `index` (the SQLite tables),
+//! `writer` (dedup, compression, commit), `chunk` (content splitting, the `file` object),
+//! `compress` (zstd and when not to use it), `fsck`.
 
 mod chunk;
 mod compress;

@@ -529,6 +529,12 @@ pub(crate) fn remove_dead_temp_packs(packs_dir: &Path) -> Result<()> {
     for f in list {
         let f = f.map_err(io_err("list temp packs", &tmp))?;
         let path = f.path();
+        // Only files this store names; anything else in tmp/ is not ours to remove.
+        let ours = path.extension().is_some_and(|e| e == "pack")
+            && f.file_type().is_ok_and(|t| t.is_file());
+        if !ours {
+            continue;
+        }
         let file = match File::open(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // just renamed or removed

@@ -189,6 +189,9 @@ impl<'s> Writer<'s> {
 
     /// Makes everything written durable: packs fsynced and renamed into place, then the index
     /// rows in one transaction.
+    ///
+    /// If this fails after some packs were renamed into place, those packs are orphans: the
+    /// next [`Store::open`] indexes them. Either way nothing committed earlier is affected.
     pub fn commit(self) -> Result<CommitStats> {
         let mut st = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
         st.check()?;

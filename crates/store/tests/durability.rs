@@ -71,8 +71,13 @@ fn open_spares_live_writers_temp_packs() {
         .join("tmp")
         .join("0123456789abcdef0123456789abcdef.pack");
     std::fs::write(&stale, b"RWPK half a pack").unwrap();
+    // Files the store did not name are left alone, and do not stop it from opening.
+    let foreign = t.packs_dir().join("tmp").join("notes.txt");
+    std::fs::write(&foreign, b"not a pack").unwrap();
+    std::fs::create_dir(t.packs_dir().join("tmp").join("sub.pack")).unwrap();
     drop(t.reopen());
     assert!(!stale.exists());
+    assert!(foreign.exists());
 }
 
 #[test]
