@@ -107,24 +107,20 @@ impl Index {
         Ok(st.exists([&id.0[..]])?)
     }
 
-    /// The first 8 bytes of every indexed id, sorted: a filter that answers "certainly not
-    /// indexed" without a query. See `Writer`'s dedup check.
-    pub fn id_prefixes(&self) -> Result<Vec<u64>> {
+    /// Every indexed id, sorted. See `Writer`'s dedup check.
+    pub fn all_ids(&self) -> Result<Vec<ObjectId>> {
         let conn = self.conn();
-        let mut st = conn.prepare_cached("SELECT id FROM store_objects")?;
+        // The table is clustered by id, so this reads it in order without sorting.
+        let mut st = conn.prepare_cached("SELECT id FROM store_objects ORDER BY id")?;
         let mut rows = st.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            if let Some(p) = r
-                .get_ref(0)?
-                .as_blob_or_null()
-                .ok()
-                .flatten()
-                .and_then(|b| b.first_chunk::<8>())
-            {
-                out.push(u64::from_le_bytes(*p));
+            let blob = r.get_ref(0)?.as_blob_or_null().ok().flatten();
+            if let Some(id) = blob.and_then(|b| <[u8; 32]>::try_from(b).ok()) {
+                out.push(ObjectId(id));
             }
         }
+        // SQLite orders blobs by memcmp, as `[u8; 32]` orders; sorting sorted data is linear.
         out.sort_unstable();
         Ok(out)
     }

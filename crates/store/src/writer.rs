@@ -27,13 +27,14 @@ pub struct Writer<'s> {
     state: Mutex<State>,
     /// How many ids were looked up in the index. See [`Writer::indexed`].
     lookups: AtomicU64,
-    filter_after: OnceLock<u64>,
-    filter: OnceLock<Option<Vec<u64>>>,
+    snapshot_after: OnceLock<u64>,
+    /// All indexed ids, sorted, once loaded (`None` if loading failed: keep querying).
+    snapshot: OnceLock<Option<Vec<ObjectId>>>,
 }
 
-/// Lookups a writer always sends to SQLite before it considers loading the prefix filter:
-/// a warm capture that stores a handful of objects must not scan the index.
-const QUERIES_BEFORE_FILTER: u64 = 1024;
+/// Lookups a writer always sends to SQLite before it considers loading all ids: a warm
+/// capture that stores a handful of objects must not scan the index.
+const QUERIES_BEFORE_SNAPSHOT: u64 = 1024;
 
 #[derive(Default)]
 struct State {
@@ -78,8 +79,8 @@ impl<'s> Writer<'s> {
             store,
             state: Mutex::new(State::default()),
             lookups: AtomicU64::new(0),
-            filter_after: OnceLock::new(),
-            filter: OnceLock::new(),
+            snapshot_after: OnceLock::new(),
+            snapshot: OnceLock::new(),
         }
     }
 
@@ -157,30 +158,29 @@ impl<'s> Writer<'s> {
     /// Whether `id` is in the index.
     ///
     /// A SQLite point query costs a few microseconds plus contention on the connection; on a
-    /// cold capture of 100k files that is a large share of the time, and nearly every answer
-    /// is "no". So once a writer has made many lookups (more than 1024, and more than an
-    /// eighth of the index size, so that loading pays for itself) it loads the sorted 8-byte
-    /// prefixes of all indexed ids once and asks SQLite only when the prefix is present.
+    /// cold capture of 100k files that was the largest cost after hashing and writing, and on
+    /// a capture that re-hashes everything (all hits) it was most of the time. So once a writer
+    /// has made many lookups (more than 1024, and more than an eighth of the index, so that
+    /// loading pays for itself) it loads all indexed ids once and answers from memory.
     ///
-    /// The filter can only be stale in two directions, both safe: an object indexed later by
-    /// another process is missed (it is stored again: a duplicate, never a loss), and an
-    /// object removed later still matches its prefix (the query then says it is gone).
+    /// The snapshot can be stale in two directions. An object indexed later by another
+    /// process is missed: it is stored again, a duplicate, never a loss. An object removed
+    /// later would still be found: so garbage collection must not remove objects while
+    /// writers run, which it must not do anyway, since a per-object query has the same race
+    /// between the query and the commit.
     fn indexed(&self, id: &ObjectId) -> Result<bool> {
         let n = self.lookups.fetch_add(1, Ordering::Relaxed);
-        if n >= QUERIES_BEFORE_FILTER {
-            let after = *self.filter_after.get_or_init(|| {
+        if n >= QUERIES_BEFORE_SNAPSHOT {
+            let after = *self.snapshot_after.get_or_init(|| {
                 let size = self.store.index.approx_objects().unwrap_or(u64::MAX / 8);
-                QUERIES_BEFORE_FILTER.max(size / 8)
+                QUERIES_BEFORE_SNAPSHOT.max(size / 8)
             });
             if n >= after {
-                let filter = self
-                    .filter
-                    .get_or_init(|| self.store.index.id_prefixes().ok());
-                if let Some(prefixes) = filter {
-                    let p = u64::from_le_bytes(*id.0.first_chunk::<8>().unwrap_or(&[0; 8]));
-                    if prefixes.binary_search(&p).is_err() {
-                        return Ok(false);
-                    }
+                let snapshot = self
+                    .snapshot
+                    .get_or_init(|| self.store.index.all_ids().ok());
+                if let Some(ids) = snapshot {
+                    return Ok(ids.binary_search(id).is_ok());
                 }
             }
         }

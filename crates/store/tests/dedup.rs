@@ -98,9 +98,10 @@ fn many_threads_putting_the_same_objects_store_each_once() {
 }
 
 /// A cold capture: more lookups than the writer sends to SQLite, so it switches to its
-/// in-memory prefix filter. Objects already indexed must still be recognised.
+/// in-memory snapshot of the index. Objects already indexed must still be recognised, and new
+/// ones stored.
 #[test]
-fn dedup_holds_past_the_lookup_filter() {
+fn dedup_holds_past_the_index_snapshot() {
     let t = TestStore::new();
     let blobs: Vec<Vec<u8>> = (0..3000).map(|i| random(10_000 + i, 200)).collect();
     let w = t.store.writer().unwrap();
