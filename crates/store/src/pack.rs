@@ -554,3 +554,61 @@ pub(crate) fn remove_dead_temp_packs(packs_dir: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailer_round_trips_and_damage_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(TMP_DIR)).unwrap();
+        let mut w = PackWriter::create(dir.path()).unwrap();
+        for i in 0..5u8 {
+            let data = vec![i; 100 + i as usize];
+            let id = ObjectId::compute(ObjectKind::Blob, &data);
+            w.append(
+                id,
+                ObjectKind::Blob,
+                Compression::Raw,
+                data.len() as u32,
+                &data,
+            )
+            .unwrap();
+        }
+        let sealed = w.seal().unwrap();
+        let (_, _, published) = sealed.publish(dir.path()).unwrap();
+        assert!(fs::read_dir(dir.path().join(TMP_DIR))
+            .unwrap()
+            .next()
+            .is_none());
+        let path = pack_path(dir.path(), &published.name);
+        assert_eq!(fs::metadata(&path).unwrap().len(), published.size);
+
+        let file = File::open(&path).unwrap();
+        let entries = read_trailer(&file).unwrap();
+        assert_eq!(entries, published.entries);
+        for e in &entries {
+            let raw = read_object(&file, e).ok().unwrap();
+            assert_eq!(ObjectId::compute(e.kind, &raw), e.id);
+        }
+
+        // One flipped bit in the trailer: the checksum refuses it.
+        let mut bytes = fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n - 8 - 40] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        let err = read_trailer(&File::open(&path).unwrap()).unwrap_err();
+        assert!(err.contains("checksum"), "{err}");
+    }
+
+    #[test]
+    fn pack_names_are_unique_and_well_formed() {
+        let a = new_pack_name();
+        let b = new_pack_name();
+        assert_ne!(a, b);
+        assert!(is_pack_name(&a) && is_pack_name(&b));
+        assert!(!is_pack_name("tmp"));
+        assert!(!is_pack_name(&a.to_uppercase()));
+    }
+}
