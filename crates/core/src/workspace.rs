@@ -16,11 +16,11 @@ use rewind_store::{EntryKind, FsckReport, ObjectId, Store, StoreConfig, StoreSta
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use crate::capture::{self, Capture, CaptureOptions, Uncovered};
+use crate::capture::{Capture, CaptureOptions, Uncovered};
 use crate::config::Config;
-use crate::fsops::RootDir;
 use crate::lock::{self, WorkspaceLock};
-use crate::restore::{self, Applied, ApplyOptions, RestorePlan};
+use crate::oplog::CheckpointRow;
+use crate::rewind::{Mode, RewindOptions, RewindOutcome, Target};
 use crate::scan::Progress;
 use crate::state::State;
 use crate::{db, relpath, Error};
@@ -75,14 +75,6 @@ pub struct Snapshot {
     pub label: String,
 }
 
-/// What a restore did (or, for a dry run, would do).
-pub struct RestoreOutcome {
-    pub plan: RestorePlan,
-    pub applied: Option<Applied>,
-    /// The snapshot of the workspace taken just before the restore (so it can be undone).
-    pub before: ObjectId,
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct Status {
     pub root: String,
@@ -113,11 +105,55 @@ impl From<StoreStats> for StoreStatsView {
     }
 }
 
-fn now_ns() -> i64 {
+pub(crate) fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0)
+}
+
+/// A fresh 16-hex-digit id for epochs and checkpoints.
+pub(crate) fn random_hex() -> String {
+    let mut buf = [0u8; 8];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = std::io::Read::read_exact(&mut f, &mut buf);
+    }
+    if buf == [0; 8] {
+        buf = now_ns().to_le_bytes();
+    }
+    hex::encode(buf)
+}
+
+/// Looks for an epoch or checkpoint id in the other workspaces under the same state directory;
+/// returns that workspace's root.
+pub(crate) fn find_in_other_workspaces(ws: &Workspace, id: &str) -> Option<String> {
+    if id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let all = ws.dir.parent()?;
+    for dir in std::fs::read_dir(all).ok()?.flatten() {
+        let path = dir.path();
+        if path == ws.dir {
+            continue;
+        }
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+        let Ok(conn) = Connection::open_with_flags(path.join("meta.sqlite"), flags) else {
+            continue;
+        };
+        if let Ok(hits) = crate::oplog::ids_with_prefix(&conn, id) {
+            if !hits.is_empty() {
+                let ident: Option<Identity> = std::fs::read(path.join("workspace.json"))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok());
+                return Some(
+                    ident
+                        .map(|i| i.root)
+                        .unwrap_or_else(|| path.display().to_string()),
+                );
+            }
+        }
+    }
+    None
 }
 
 fn random_id() -> Result<String, Error> {
@@ -227,11 +263,15 @@ impl Workspace {
         lock::acquire(&self.dir.join("lock"), wait, what)
     }
 
-    fn state_path(&self) -> PathBuf {
+    pub(crate) fn state_path(&self) -> PathBuf {
         self.dir.join("state.bin")
     }
 
-    fn capture_options<'a>(
+    pub(crate) fn db(&self) -> &Connection {
+        &self.db
+    }
+
+    pub(crate) fn capture_options<'a>(
         &self,
         skip: &'a [PathBuf],
         progress: Option<&'a Progress>,
@@ -245,47 +285,22 @@ impl Workspace {
         }
     }
 
-    /// Captures the whole workspace (caller holds the lock), records a snapshot labelled
-    /// `label`, then saves the stat cache.
-    fn capture_locked(
-        &self,
-        label: &str,
-        progress: Option<&Progress>,
-    ) -> Result<(Capture, i64), Error> {
-        let old = State::load(&self.state_path());
-        let skip = [self.dir.clone()];
-        let cap = capture::capture(
-            &self.root,
-            &self.store,
-            &old,
-            &self.capture_options(&skip, progress),
-        )?;
-        crate::failpoint::hit("capture-before-record");
-        let seq = self.record_snapshot(cap.root, label)?;
-        crate::failpoint::hit("capture-before-state");
-        if cap.state_changed {
-            cap.state.save(&self.state_path())?;
-        }
-        Ok((cap, seq))
-    }
-
-    /// Captures the workspace as a snapshot; returns the capture and the snapshot's sequence
-    /// number.
+    /// Captures the whole workspace and records it as a snapshot labelled `label`; anything
+    /// changed since the last known state is recorded as an external epoch. Returns the capture
+    /// and the op-log position.
     pub fn snapshot(
         &self,
         label: &str,
         progress: Option<&Progress>,
     ) -> Result<(Capture, i64), Error> {
         let _lock = self.lock(lock::default_wait(), "capture")?;
-        self.capture_locked(label, progress)
-    }
-
-    fn record_snapshot(&self, root: ObjectId, label: &str) -> Result<i64, Error> {
-        self.db.execute(
-            "INSERT INTO snapshots (root, created_ns, label) VALUES (?1, ?2, ?3)",
-            rusqlite::params![root.0.as_slice(), now_ns(), label],
-        )?;
-        Ok(self.db.last_insert_rowid())
+        self.recover_locked()?;
+        let mut found = self.capture_found(progress)?;
+        crate::failpoint::hit("capture-before-record");
+        let pos = self.transaction(|| self.record_found(&found, label, None))?;
+        crate::failpoint::hit("capture-before-state");
+        self.save_state(&mut found)?;
+        Ok((found.capture, pos))
     }
 
     pub fn snapshots(&self) -> Result<Vec<Snapshot>, Error> {
@@ -304,58 +319,34 @@ impl Workspace {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Makes the workspace (or the `scope` paths in it) equal to the tree `target`. Captures the
-    /// current state first, so what the restore overwrites is kept and can be brought back.
+    /// Makes the workspace (or the `scope` paths in it) equal to the tree `target`, whoever
+    /// changed what; recorded as a restore epoch of the session `rewind`, so it can be undone.
     pub fn restore_tree(
         &self,
         target: ObjectId,
         scope: &[Vec<u8>],
         dry_run: bool,
-    ) -> Result<RestoreOutcome, Error> {
-        for p in scope {
-            relpath::check(p)?;
-        }
-        let _lock = self.lock(lock::default_wait(), "restore")?;
-        let (before, plan) = if dry_run {
-            let old = State::load(&self.state_path());
-            let skip = [self.dir.clone()];
-            let cap = capture::capture(
-                &self.root,
-                &self.store,
-                &old,
-                &self.capture_options(&skip, None),
-            )?;
-            (
-                cap.root,
-                restore::plan(&self.store, cap.root, target, scope)?,
-            )
-        } else {
-            let (cap, _) = self.capture_locked("before restore", None)?;
-            (
-                cap.root,
-                restore::plan(&self.store, cap.root, target, scope)?,
-            )
+    ) -> Result<RewindOutcome, Error> {
+        let point = CheckpointRow {
+            id: format!("tree {}", &target.to_hex()[..12]),
+            pos: 0,
+            session: String::new(),
+            message: None,
+            parent: None,
+            label: None,
+            root: target,
+            payload: None,
+            pinned: false,
+            created_ns: 0,
         };
-        if dry_run {
-            return Ok(RestoreOutcome {
-                plan,
-                applied: None,
-                before,
-            });
-        }
-        let rootdir = RootDir::open(&self.root).map_err(io("opening", &self.root))?;
-        let applied = restore::apply(
-            &rootdir,
-            &self.store,
-            &plan,
-            &ApplyOptions { durable: true },
-        )?;
-        self.capture_locked("restore", None)?;
-        Ok(RestoreOutcome {
-            plan,
-            applied: Some(applied),
-            before,
-        })
+        let opts = RewindOptions {
+            dry_run,
+            all: true,
+            mode: Mode::FilesOnly,
+            paths: scope.to_vec(),
+            ..Default::default()
+        };
+        self.restore("rewind", &Target::Checkpoint(point), &opts)
     }
 
     pub fn status(&self) -> Result<Status, Error> {
