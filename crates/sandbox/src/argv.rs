@@ -46,6 +46,9 @@ pub fn options(plan: &Plan, fds: &Fds) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     // Process isolation. As root, bwrap only creates a user namespace when asked, and without
     // one the command would keep CAP_SYS_ADMIN and could unmount the protections.
+    // `--as-pid-1`: otherwise PID 1 inside is bwrap's own init, which runs *without* the
+    // seccomp filter and is writable through /proc/1/mem by the (same-uid) command — a way to
+    // run unfiltered syscalls, e.g. connect to a host unix socket.
     push(
         &mut a,
         &[
@@ -53,6 +56,7 @@ pub fn options(plan: &Plan, fds: &Fds) -> Vec<OsString> {
             "--die-with-parent",
             "--unshare-user",
             "--unshare-pid",
+            "--as-pid-1",
             "--unshare-ipc",
         ],
     );
@@ -146,7 +150,7 @@ mod tests {
         let argv = s(&build(&plan(), &fds(), &["echo".into(), "--bind".into()]));
         assert_eq!(
             argv,
-            "--new-session --die-with-parent --unshare-user --unshare-pid --unshare-ipc \
+            "--new-session --die-with-parent --unshare-user --unshare-pid --as-pid-1 --unshare-ipc \
              --unshare-net --disable-userns --cap-drop ALL \
              --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
              --bind /w /w --bind /extra /extra \
@@ -166,7 +170,7 @@ mod tests {
         let argv = s(&build(&p, &fds(), &["true".into()]));
         assert!(!argv.contains("--unshare-net"));
         assert!(!argv.contains("--bind "));
-        assert!(argv.contains("--unshare-user --unshare-pid"));
+        assert!(argv.contains("--unshare-user --unshare-pid --as-pid-1"));
         assert!(argv.contains("--add-seccomp-fd 7"));
     }
 

@@ -21,6 +21,8 @@ use crate::preflight;
 
 /// Above this many bytes of options, they go through `--args FD` instead of argv.
 const ARGV_INLINE_MAX: usize = 64 * 1024;
+/// bubblewrap refuses more than 9000 arguments (its MAX_ARGS), even through `--args`.
+const MAX_BWRAP_ARGS: usize = 8900;
 
 fn memfd(name: &str, data: &[u8]) -> Result<OwnedFd> {
     let cname = std::ffi::CString::new(name).expect("no NUL");
@@ -102,6 +104,17 @@ impl Sandboxed {
     /// Its arguments, e.g. to log the exact bwrap invocation.
     pub fn args(&self) -> &[OsString] {
         &self.args
+    }
+
+    /// Sets one variable for the command on top of the scrubbed environment. It is set on the
+    /// bwrap process, so it is readable at `/proc/1/environ` inside: never pass a secret.
+    pub fn env(
+        &mut self,
+        key: impl AsRef<std::ffi::OsStr>,
+        val: impl AsRef<std::ffi::OsStr>,
+    ) -> &mut Self {
+        self.cmd.env(key, val);
+        self
     }
 
     pub fn stdin(&mut self, s: impl Into<Stdio>) -> &mut Self {
@@ -329,6 +342,13 @@ impl Policy {
             keep.push(empty);
         }
         let options = argv::options(&plan, &fds);
+        if options.len() > MAX_BWRAP_ARGS {
+            return Err(Error::setting(
+                "sandbox.deny_read",
+                format!("{} entries", plan.deny_dirs.len() + plan.deny_files.len()),
+                format!("too many paths for bubblewrap ({} arguments, it accepts {MAX_BWRAP_ARGS}); deny a few parent directories instead", options.len()),
+            ));
+        }
         let mut args: Vec<OsString> = Vec::new();
         if options.iter().map(|o| o.len() + 1).sum::<usize>() > ARGV_INLINE_MAX {
             // Large deny lists: pass the options NUL-separated through a descriptor.
