@@ -42,6 +42,8 @@ pub enum Command {
     Init(commands::init::Args),
     Status(commands::status::Args),
     Fsck(commands::fsck::Args),
+    /// Run commands in the OS sandbox (layer ④), or check that it works here.
+    Sandbox(commands::sandbox::Args),
 }
 
 fn main() {

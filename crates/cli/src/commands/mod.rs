@@ -2,6 +2,7 @@
 
 pub mod fsck;
 pub mod init;
+pub mod sandbox;
 pub mod status;
 
 use crate::{Cli, Command};
@@ -11,5 +12,6 @@ pub fn run(cli: &Cli) -> anyhow::Result<i32> {
         Command::Init(args) => init::run(cli, args),
         Command::Status(args) => status::run(cli, args),
         Command::Fsck(args) => fsck::run(cli, args),
+        Command::Sandbox(args) => sandbox::run(cli, args),
     }
 }
