@@ -516,28 +516,56 @@ fn d41_d42_ptrace_proc_mem_tiocsti() {
     assert!(r.out.contains("nnp=1"), "{r:?}");
 }
 
+/// Host processes whose argv is exactly `argv` (scanning /proc; no `ps` needed).
+fn host_processes(argv: &[&str]) -> usize {
+    let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want))
+        .count()
+}
+
 #[test]
 fn d43_d44_background_and_timeout_leave_no_orphans() {
     let f = Fx::new();
     let p = f.policy();
-    let marker = format!("rewind-orphan-{}", std::process::id());
+    let secs = format!("{}", 300 + std::process::id() % 1000);
     let start = std::time::Instant::now();
-    let r = sh(&p, &format!("(exec -a {marker} sleep 300 &); exit 0"));
-    assert!(r.ok() && start.elapsed() < Duration::from_secs(10), "{r:?}");
-    let mut child = p.command(["sleep", "100"], None).unwrap().spawn().unwrap();
+    let r = sh(
+        &p,
+        &format!(
+            "sleep {secs} & sleep 0.2; grep -qx 'sleep' /proc/$!/comm && echo started; exit 0"
+        ),
+    );
+    assert!(r.out.contains("started"), "{r:?}");
+    assert!(start.elapsed() < Duration::from_secs(10), "{r:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        host_processes(&["sleep", &secs]),
+        0,
+        "background process survived"
+    );
+    let long = format!("{}", 100 + std::process::id() % 1000);
+    let mut child = p
+        .command(["sleep", long.as_str()], None)
+        .unwrap()
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        host_processes(&["sleep", &long]),
+        1,
+        "the command was running"
+    );
     assert!(child
         .wait_timeout(Duration::from_secs(1))
         .unwrap()
         .is_none());
     std::thread::sleep(Duration::from_millis(200));
-    let ps = std::process::Command::new("ps")
-        .args(["-eo", "args"])
-        .output()
-        .unwrap();
-    let ps = String::from_utf8_lossy(&ps.stdout);
-    assert!(!ps.contains(&marker), "background process survived");
-    assert!(
-        !ps.lines().any(|l| l.trim() == "sleep 100"),
+    assert_eq!(
+        host_processes(&["sleep", &long]),
+        0,
         "timed-out child survived"
     );
 }

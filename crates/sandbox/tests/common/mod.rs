@@ -31,6 +31,7 @@ fn init_env() {
         std::env::set_var("FAKE_API_KEY", SECRET);
         std::env::set_var("GITHUB_TOKEN", SECRET);
         std::env::set_var("MY_PASSWORD", SECRET);
+        std::env::set_var("SSH_AUTH_SOCK", "/run/user/0/fake-agent.sock");
     });
 }
 
