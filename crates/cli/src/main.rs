@@ -45,6 +45,8 @@ pub enum Command {
     Status(commands::status::Args),
     /// Verify every object and reference; name what is lost.
     Fsck(commands::fsck::Args),
+    /// Run commands in the OS sandbox (layer ④), or check that it works here.
+    Sandbox(commands::sandbox::Args),
 }
 
 fn main() {

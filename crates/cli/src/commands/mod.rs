@@ -2,6 +2,7 @@
 
 pub mod fsck;
 pub mod init;
+pub mod sandbox;
 pub mod status;
 
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<i32> {
         Command::Init(args) => init::run(cli, args),
         Command::Status(args) => status::run(cli, args),
         Command::Fsck(args) => fsck::run(cli, args),
+        Command::Sandbox(args) => sandbox::run(cli, args),
     }
 }
 
