@@ -71,7 +71,7 @@ fn workspace(cli: &Cli) -> anyhow::Result<(PathBuf, PathBuf)> {
 }
 
 /// The policy from config; flags are applied by the caller.
-fn policy(ws: &Path) -> anyhow::Result<Policy> {
+pub fn policy(ws: &Path) -> anyhow::Result<Policy> {
     let home = rewind_core::rewind_home()?;
     let config = rewind_core::Config::load(&home, Some(ws))?;
     let mut p = Policy::new(ws, &home)?;
