@@ -405,6 +405,24 @@ impl Workspace {
         if (!out.conflicts.is_empty() && !opts.force) || opts.dry_run {
             return Ok(out);
         }
+        // Never under a tool that is writing one of these paths right now.
+        for e in oplog::open_epochs(self.db())? {
+            let live = crate::record::owner_alive(&e.owner);
+            if let Some(p) = e
+                .paths
+                .iter()
+                .find(|p| live && out.steps.iter().any(|s| &s.path == *p))
+            {
+                return Err(Error::Busy {
+                    holder: format!(
+                        "session {} is writing {} right now (epoch {}); retry when it is done",
+                        e.session,
+                        relpath::display(p),
+                        e.id
+                    ),
+                });
+            }
+        }
         let root = self.rootdir()?;
         // Write-ahead: what each step overwrites must be in the store before it is touched.
         let writer = self.store().writer()?;

@@ -83,7 +83,17 @@ pub struct Status {
     pub store: StoreStatsView,
     pub snapshots: i64,
     pub last_snapshot: Option<Snapshot>,
+    pub sessions: Vec<SessionHead>,
+    pub open_epochs: Vec<crate::oplog::EpochRow>,
+    /// Restores whose journal is not finished (the next command rolls them forward).
+    pub unfinished_restores: Vec<String>,
     pub uncovered: Vec<Uncovered>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionHead {
+    pub session: String,
+    pub head: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -353,7 +363,22 @@ impl Workspace {
         let snapshots: i64 = self
             .db
             .query_row("SELECT count(*) FROM snapshots", [], |r| r.get(0))?;
-        let last = self.snapshots()?.pop();
+        let last = self
+            .db
+            .query_row(
+                "SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| {
+                    let root: Vec<u8> = r.get(1)?;
+                    Ok(Snapshot {
+                        seq: r.get(0)?,
+                        root: ObjectId(root.try_into().unwrap_or([0; 32])),
+                        created_ns: r.get(2)?,
+                        label: r.get(3)?,
+                    })
+                },
+            )
+            .ok();
         let state = State::load(&self.state_path());
         let mut uncovered = Vec::new();
         for (dir, entries) in &state.dirs {
@@ -373,6 +398,13 @@ impl Workspace {
             store: self.store.stats()?.into(),
             snapshots,
             last_snapshot: last,
+            sessions: self
+                .sessions()?
+                .into_iter()
+                .map(|(session, head)| SessionHead { session, head })
+                .collect(),
+            open_epochs: self.open_epochs()?,
+            unfinished_restores: self.unfinished_restores()?,
             uncovered,
         })
     }
@@ -389,6 +421,44 @@ impl Workspace {
                 stack.push((s.root, format!("snapshot {} ({})", s.seq, s.label)));
             }
         }
+        for c in crate::oplog::checkpoints(&self.db, None, i64::MAX)? {
+            if !c.root.is_zero() {
+                stack.push((c.root, format!("checkpoint {}", c.id)));
+            }
+        }
+        // Every content an epoch recorded must still be there: it is what a rewind writes.
+        let mut st = self
+            .db
+            .prepare("SELECT epoch, path, pre_kind, pre_id, post_kind, post_id FROM changes")?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Vec<u8>>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+                r.get::<_, Option<Vec<u8>>>(3)?,
+                r.get::<_, Option<i64>>(4)?,
+                r.get::<_, Option<Vec<u8>>>(5)?,
+            ))
+        })?;
+        for row in rows {
+            let (epoch, path, pk, pid, ak, aid) = row?;
+            for (kind, id) in [(pk, pid), (ak, aid)] {
+                let is_content = matches!(
+                    kind.and_then(|k| EntryKind::from_u8(k as u8)),
+                    Some(EntryKind::File | EntryKind::Symlink)
+                );
+                let Some(id) = id.and_then(|v| <[u8; 32]>::try_from(v).ok()).map(ObjectId) else {
+                    continue;
+                };
+                if is_content && seen.insert(id) && !self.store.has(&id)? {
+                    lost.push(format!(
+                        "epoch {epoch}/{}: object {id} is missing",
+                        relpath::display(&path)
+                    ));
+                }
+            }
+        }
+        drop(st);
         while let Some((id, what)) = stack.pop() {
             if !seen.insert(id) {
                 continue;
