@@ -75,6 +75,15 @@ impl Workspace {
             .collect())
     }
 
+    /// An epoch's changes, sorted by path, each with whether it is still pending: the preimage
+    /// of an open exact epoch whose post image is not recorded yet (its `after` means nothing).
+    pub fn epoch_changes_pending(&self, id: &str) -> Result<Vec<(Change, bool)>, Error> {
+        Ok(oplog::epoch_changes(self.db(), id)?
+            .into_iter()
+            .map(|r| (r.change, r.pending))
+            .collect())
+    }
+
     /// Sessions and their heads.
     pub fn sessions(&self) -> Result<Vec<(String, Option<String>)>, Error> {
         oplog::sessions(self.db())
@@ -102,9 +111,20 @@ impl Workspace {
 
     /// Every path whose entry differs between two stored trees (for `diff A B`), sorted.
     pub fn diff_trees(&self, a: ObjectId, b: ObjectId) -> Result<Vec<Change>, Error> {
-        let plan = crate::restore::plan(self.store(), a, b, &[])?;
-        let mut out: Vec<Change> = plan.steps;
-        out.sort_by(|x, y| x.path.cmp(&y.path));
-        Ok(out)
+        Ok(self.diff_trees_full(a, b)?.steps)
+    }
+
+    /// Like [`Workspace::diff_trees`], also naming the paths that differ but where either side
+    /// is uncovered (not captured), which `diff_trees` leaves out. Steps and skipped paths are
+    /// sorted by path.
+    pub fn diff_trees_full(
+        &self,
+        a: ObjectId,
+        b: ObjectId,
+    ) -> Result<crate::restore::RestorePlan, Error> {
+        let mut plan = crate::restore::plan(self.store(), a, b, &[])?;
+        plan.steps.sort_by(|x, y| x.path.cmp(&y.path));
+        plan.skipped.sort_by(|x, y| x.path.cmp(&y.path));
+        Ok(plan)
     }
 }
