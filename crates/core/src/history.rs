@@ -39,18 +39,10 @@ impl Workspace {
         let limit = limit as i64;
         let mut items = Vec::new();
         for e in oplog::epochs(self.db(), session, limit)? {
-            let changes = oplog::epoch_changes(self.db(), &e.id)?;
-            let uncovered = changes
-                .iter()
-                .filter(|c| {
-                    c.change
-                        .after
-                        .is_some_and(|a| a.kind == rewind_store::EntryKind::Uncovered)
-                })
-                .count() as i64;
+            let (changes, uncovered) = oplog::change_counts(self.db(), &e.id)?;
             items.push(LogItem::Epoch {
                 epoch: e,
-                changes: changes.len() as i64,
+                changes,
                 uncovered,
             });
         }

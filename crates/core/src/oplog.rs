@@ -462,11 +462,13 @@ pub fn epochs(db: &Connection, session: Option<&str>, limit: i64) -> Result<Vec<
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub fn change_count(db: &Connection, epoch: &str) -> Result<i64, Error> {
+/// How many paths an epoch changed, and how many of those it met but could not capture.
+pub fn change_counts(db: &Connection, epoch: &str) -> Result<(i64, i64), Error> {
+    let uncovered = EntryKind::Uncovered as i64;
     Ok(db.query_row(
-        "SELECT count(*) FROM changes WHERE epoch = ?1",
-        [epoch],
-        |r| r.get(0),
+        "SELECT count(*), coalesce(sum(pre_kind = ?2 OR post_kind = ?2), 0) FROM changes WHERE epoch = ?1",
+        params![epoch, uncovered],
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )?)
 }
 

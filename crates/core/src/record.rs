@@ -27,8 +27,10 @@ pub struct EpochSpec {
     pub tool_call: Option<String>,
     /// Declared paths: an exact epoch. Empty: an opaque epoch.
     pub paths: Vec<Vec<u8>>,
-    /// `None`: owned by the session (open across commands). `Some`: owned by this process.
+    /// False: owned by the session (open across commands). True: owned by this process.
     pub process_owned: bool,
+    /// Free text shown by `log`/`show` (e.g. the command line of `exec`).
+    pub note: Option<String>,
 }
 
 /// A settled epoch with its changes.
@@ -408,7 +410,7 @@ impl Workspace {
             paths: spec.paths.clone(),
             pre_root: None,
             recovered: false,
-            note: None,
+            note: spec.note.clone(),
             created_ns: now,
             settled_ns: None,
         };

@@ -97,37 +97,38 @@ pub struct RewindOutcome {
 impl Workspace {
     /// Resolves an id prefix (epoch or checkpoint) or a message id of the session.
     pub fn resolve(&self, session: &str, text: &str) -> Result<Target, Error> {
+        if text.is_empty() {
+            return Err(Error::Usage(
+                "give a checkpoint id, message id or epoch id".into(),
+            ));
+        }
         let ids = oplog::ids_with_prefix(self.db(), text)?;
-        let exact: Vec<_> = ids.iter().filter(|(id, _)| id == text).collect();
-        let pick = if exact.len() == 1 {
-            vec![exact[0].clone()]
-        } else {
-            ids.clone()
+        let load = |id: &str, is_epoch: bool| -> Result<Target, Error> {
+            Ok(if is_epoch {
+                Target::Epoch(oplog::epoch(self.db(), id)?.expect("listed"))
+            } else {
+                Target::Checkpoint(oplog::checkpoint(self.db(), id)?.expect("listed"))
+            })
         };
-        match pick.as_slice() {
-            [(id, true)] => {
-                return Ok(Target::Epoch(oplog::epoch(self.db(), id)?.expect("listed")))
-            }
-            [(id, false)] => {
-                return Ok(Target::Checkpoint(
-                    oplog::checkpoint(self.db(), id)?.expect("listed"),
-                ))
-            }
-            [] => {}
-            many => {
-                return Err(Error::Usage(format!(
-                    "{text} is ambiguous: it starts {}; give more characters",
-                    many.iter()
-                        .map(|(i, _)| i.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )))
-            }
+        // A whole id, then a message id of the session, then a unique id prefix: a message id
+        // that happens to look like hex is still the message.
+        if let Some((id, e)) = ids.iter().find(|(id, _)| id == text) {
+            return load(id, *e);
         }
         if let Some(c) = oplog::checkpoint_by_message(self.db(), session, text)? {
             return Ok(Target::Checkpoint(c));
         }
-        Err(self.unknown_id(text))
+        match ids.as_slice() {
+            [(id, e)] => load(id, *e),
+            [] => Err(self.unknown_id(text)),
+            many => Err(Error::Usage(format!(
+                "{text} is ambiguous: it starts {}; give more characters",
+                many.iter()
+                    .map(|(i, _)| i.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
     }
 
     pub(crate) fn resolve_epoch_id(&self, text: &str) -> Result<String, Error> {

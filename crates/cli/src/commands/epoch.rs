@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::output::emit;
 use crate::Cli;
 
+/// Open, settle or abort an epoch (for agents' own tool hooks).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(subcommand)]
@@ -75,6 +76,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                 tool_call: a.tool_call.clone(),
                 paths,
                 process_owned: false,
+                note: None,
             };
             let e = ws.begin_epoch(&cli.session, &spec)?;
             emit(

@@ -51,6 +51,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         tool_call: args.tool_call.clone(),
         paths: Vec::new(),
         process_owned: true,
+        note: Some(command_line(&args.command)),
     };
     let epoch = ws.begin_epoch(&cli.session, &spec)?;
     let status = match &sandboxed {
@@ -77,4 +78,22 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     Ok(status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+/// The command as a shell would show it, shortened for the log.
+fn command_line(argv: &[OsString]) -> String {
+    let mut s = argv
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if s.len() > 200 {
+        let mut cut = 200;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
 }

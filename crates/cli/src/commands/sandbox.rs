@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::{exit, output, Cli};
 
+/// Run commands in the OS sandbox (layer ④), or check that it works here.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(subcommand)]
