@@ -8,7 +8,6 @@ pub const CONFLICT: i32 = 3;
 pub const BUSY: i32 = 4;
 #[allow(dead_code)]
 pub const GUARD: i32 = 5;
-#[allow(dead_code)]
 pub const SANDBOX: i32 = 6;
 pub const UNAVAILABLE: i32 = 7;
 
@@ -46,6 +45,10 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         }
         if let Some(e) = cause.downcast_ref::<rewind_store::Error>() {
             return store_code(e);
+        }
+        if let Some(e) = cause.downcast_ref::<rewind_sandbox::Error>() {
+            // Refused or unavailable: nothing was run.
+            return if e.is_refusal() { SANDBOX } else { ERROR };
         }
     }
     ERROR

@@ -45,6 +45,26 @@ pub enum Command {
     Status(commands::status::Args),
     /// Verify every object and reference; name what is lost.
     Fsck(commands::fsck::Args),
+    /// Run a command as one opaque epoch of the session.
+    Exec(commands::exec::Args),
+    /// Open, settle or abort an epoch (for agents' tool hooks).
+    Epoch(commands::epoch::Args),
+    /// Mark a turn boundary for the session, bound to a conversation node.
+    Checkpoint(commands::checkpoint::Args),
+    /// Checkpoints and epochs, newest first.
+    Log(commands::log::Args),
+    /// One checkpoint or epoch with its changes.
+    Show(commands::show::Args),
+    /// Unified diff of an epoch, of a checkpoint vs now, or between two points.
+    Diff(commands::diff::Args),
+    /// Restore the session (or the whole workspace) to a checkpoint, message or epoch.
+    Restore(commands::restore::Args),
+    /// Undo the session's last epoch (or the named one); undoing a restore is redo.
+    Undo(commands::restore::UndoArgs),
+    /// Finish or roll back interrupted work (every command also does this first).
+    Recover(commands::recover::Args),
+    /// Run commands in the OS sandbox (layer ④), or check that it works here.
+    Sandbox(commands::sandbox::Args),
 }
 
 fn main() {

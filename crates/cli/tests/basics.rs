@@ -49,7 +49,11 @@ fn usage_errors_exit_2_and_bad_roots_exit_1() {
         err.starts_with("rewind: ") && err.contains("--force"),
         "{err}"
     );
-    let o = env.run(&["-C", "/nonexistent/dir", "status"]);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rewind"))
+        .env("REWIND_HOME", env.home.path())
+        .args(["-C", "/nonexistent/dir", "status"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 

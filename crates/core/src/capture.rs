@@ -120,6 +120,7 @@ pub(crate) fn capture(
     let mut uncovered = Vec::new();
     let mut state = State {
         root: root_id,
+        pos: old.pos,
         dirs: HashMap::with_capacity(dirs.len()),
         written_ns: 0,
     };

@@ -151,8 +151,11 @@ impl Config {
         if let Some(root) = root {
             files.push(root.join(WORKSPACE_CONFIG));
         }
-        for file in &files {
+        for (i, file) in files.iter().enumerate() {
             if let Some(table) = read_table(file)? {
+                if i > 0 {
+                    refuse_loosening(file, &table)?;
+                }
                 merge(&mut merged, table);
             }
         }
@@ -169,6 +172,35 @@ impl Config {
                 message: e.to_string(),
             })
     }
+}
+
+/// A workspace file may tighten the sandbox, never loosen it: an agent can write files in the
+/// workspace (through a guarded tool, or an unsandboxed command), and must not be able to grant
+/// itself the network, more writable roots or an unwrapped shell.
+fn refuse_loosening(file: &Path, table: &toml::Table) -> Result<(), Error> {
+    let Some(toml::Value::Table(sb)) = table.get("sandbox") else {
+        return Ok(());
+    };
+    for (key, value) in sb {
+        let tightening = match key.as_str() {
+            "deny_read" | "protect" => true,
+            "mode" => {
+                value.as_str() == Some("read-only") || value.as_str() == Some("workspace-write")
+            }
+            "network" => value.as_bool() == Some(false),
+            _ => false,
+        };
+        if !tightening {
+            return Err(Error::Config {
+                file: file.to_path_buf(),
+                message: format!(
+                    "sandbox.{key} = {value} would loosen the sandbox, and a workspace file cannot do that \
+                     (an agent could write it); set it in {USER_CONFIG} in the Rewind state directory"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn read_table(file: &Path) -> Result<Option<toml::Table>, Error> {
@@ -243,5 +275,39 @@ mod tests {
             .to_string();
         assert!(err.contains("max_filesize"), "{err}");
         assert!(err.contains(WORKSPACE_CONFIG), "{err}");
+    }
+
+    #[test]
+    fn a_workspace_file_cannot_loosen_the_sandbox() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let ws = root.path().join(WORKSPACE_CONFIG);
+        for loosening in [
+            "network = true",
+            "mode = \"danger-full-access\"",
+            "writable_roots = [\"/tmp\"]",
+        ] {
+            std::fs::write(&ws, format!("[sandbox]\n{loosening}\n")).unwrap();
+            let err = Config::load(home.path(), Some(root.path()))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("loosen"), "{loosening}: {err}");
+        }
+        std::fs::write(
+            &ws,
+            "[sandbox]\nmode = \"read-only\"\ndeny_read = [\"secrets\"]\n",
+        )
+        .unwrap();
+        assert!(Config::load(home.path(), Some(root.path())).is_ok());
+        // The user's own file may loosen it.
+        std::fs::remove_file(&ws).unwrap();
+        std::fs::write(home.path().join(USER_CONFIG), "[sandbox]\nnetwork = true\n").unwrap();
+        assert_eq!(
+            Config::load(home.path(), Some(root.path()))
+                .unwrap()
+                .sandbox
+                .network,
+            Some(true)
+        );
     }
 }

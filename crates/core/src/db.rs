@@ -17,6 +17,8 @@ const MIGRATIONS: &[&str] = &[
         created_ns INTEGER NOT NULL,
         label TEXT NOT NULL
     );",
+    // 2: the op log: sessions, nodes, epochs, changes, checkpoints, restore journal.
+    crate::oplog::MIGRATION,
 ];
 
 pub fn open(path: &Path) -> Result<Connection, Error> {

@@ -6,6 +6,9 @@ pub enum Error {
     /// The workspace lock is held by another process and the bounded wait ran out.
     #[error("the workspace is busy: {holder}; try again, or wait for it to finish")]
     Busy { holder: String },
+    /// An id, message or name that matches nothing here (exit 1).
+    #[error("{0}")]
+    Unknown(String),
     /// A bad argument the command line could not catch (exit 2).
     #[error("{0}")]
     Usage(String),

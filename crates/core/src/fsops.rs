@@ -90,7 +90,16 @@ impl RootDir {
     pub fn lstat(&self, rel: &[u8]) -> io::Result<Present> {
         let (dir, name) = match self.parent(rel) {
             Ok(p) => p,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Present::Absent),
+            // A missing parent, or one that is a symlink or a file: nothing is at this path
+            // inside the workspace (a symlink's target is never looked at).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::InvalidInput
+                ) =>
+            {
+                return Ok(Present::Absent)
+            }
             Err(e) => return Err(e),
         };
         let c = cstr(name)?;
@@ -119,6 +128,37 @@ impl RootDir {
             libc::S_IFLNK => Present::Symlink,
             _ => Present::Other,
         })
+    }
+
+    /// Opens a regular file for reading without following a symlink at any component.
+    pub fn open_read(&self, rel: &[u8]) -> io::Result<File> {
+        let (dir, name) = self.parent(rel)?;
+        let c = cstr(name)?;
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        // SAFETY: valid fd and C string.
+        let fd = check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) })?;
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// The text of a symlink (never followed).
+    pub fn read_link(&self, rel: &[u8]) -> io::Result<Vec<u8>> {
+        let (dir, name) = self.parent(rel)?;
+        let c = cstr(name)?;
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: valid fd, C string and buffer of the given length.
+        let n = unsafe {
+            libc::readlinkat(
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        buf.truncate(n as usize);
+        Ok(buf)
     }
 
     /// Removes a file or symlink. Absent is success (idempotent).

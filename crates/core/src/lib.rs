@@ -13,11 +13,15 @@ mod entry;
 mod error;
 pub mod failpoint;
 mod fsops;
+mod history;
 mod home;
 mod ignore_rules;
 mod lock;
+pub mod oplog;
+mod record;
 pub mod relpath;
 pub mod restore;
+mod rewind;
 mod scan;
 mod state;
 mod workspace;
@@ -26,11 +30,15 @@ pub use capture::{Capture, CaptureStats, Uncovered};
 pub use config::Config;
 pub use entry::{Change, Entry, EntryView};
 pub use error::Error;
+pub use history::LogItem;
 pub use home::rewind_home;
 pub use lock::WorkspaceLock;
+pub use oplog::{CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
+pub use record::{EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
+pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
 pub use scan::Progress;
-pub use workspace::{OpenOptions, RestoreOutcome, Snapshot, Status, Workspace};
+pub use workspace::{OpenOptions, Snapshot, Status, Workspace};
 
 fn serde_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&String::from_utf8_lossy(p))

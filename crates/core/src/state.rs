@@ -7,7 +7,7 @@
 //!
 //! Layout (little-endian), per directory so a directory's cached children are one slice the
 //! walker merge-joins against its `read_dir`:
-//! `b"RWS1"`, root tree id (32), `u32` directory count, then per directory: `u32` path length,
+//! `b"RWS1"`, root tree id (32), `i64` op-log position, `u32` directory count, then per directory: `u32` path length,
 //! path bytes (`""` for the root), `u32` entry count, then per entry sorted by name: `u32` name
 //! length, name, `u8` kind, `u32` mode, `u64` size, `i64` mtime ns, `i64` ctime ns, `u64` inode,
 //! id (32; a directory's tree id). A trailing BLAKE3 of everything before it detects damage.
@@ -43,6 +43,9 @@ pub struct StatEntry {
 #[derive(Clone, Debug, Default)]
 pub struct State {
     pub root: ObjectId,
+    /// The op-log position this cache is consistent with: every difference between it and the
+    /// op log's view was recorded at or before this position.
+    pub pos: i64,
     pub dirs: HashMap<Vec<u8>, Vec<StatEntry>>,
     /// mtime of the state file when it was loaded; entries at or after it are racy.
     pub written_ns: i64,
@@ -84,12 +87,28 @@ impl State {
     pub fn is_racy(&self, e: &StatEntry) -> bool {
         e.mtime_ns >= self.written_ns
     }
+
+    /// Whether a cache was loaded (a missing or damaged file gives an empty one).
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+
+    /// The cached entry of one path.
+    pub fn get(&self, rel: &[u8]) -> Option<&StatEntry> {
+        let (dir, name) = crate::relpath::split(rel);
+        let entries = self.dirs.get(dir)?;
+        entries
+            .binary_search_by(|e| e.name.as_slice().cmp(name))
+            .ok()
+            .map(|i| &entries[i])
+    }
 }
 
 fn encode(s: &State) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + s.dirs.values().map(|v| v.len() * 80).sum::<usize>());
     out.extend_from_slice(b"RWS1");
     out.extend_from_slice(&s.root.0);
+    out.extend_from_slice(&s.pos.to_le_bytes());
     let mut dirs: Vec<_> = s.dirs.iter().collect();
     dirs.sort_by(|a, b| a.0.cmp(b.0));
     out.extend_from_slice(&(dirs.len() as u32).to_le_bytes());
@@ -124,6 +143,7 @@ fn decode(data: &[u8]) -> Option<State> {
         return None;
     }
     let root = ObjectId(r.take(32)?.try_into().ok()?);
+    let pos = r.u64()? as i64;
     let ndirs = r.u32()? as usize;
     let mut dirs = HashMap::with_capacity(ndirs);
     for _ in 0..ndirs {
@@ -150,6 +170,7 @@ fn decode(data: &[u8]) -> Option<State> {
     }
     (r.pos == body.len()).then_some(State {
         root,
+        pos,
         dirs,
         written_ns: 0,
     })

@@ -16,11 +16,11 @@ use rewind_store::{EntryKind, FsckReport, ObjectId, Store, StoreConfig, StoreSta
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use crate::capture::{self, Capture, CaptureOptions, Uncovered};
+use crate::capture::{Capture, CaptureOptions, Uncovered};
 use crate::config::Config;
-use crate::fsops::RootDir;
 use crate::lock::{self, WorkspaceLock};
-use crate::restore::{self, Applied, ApplyOptions, RestorePlan};
+use crate::oplog::CheckpointRow;
+use crate::rewind::{Mode, RewindOptions, RewindOutcome, Target};
 use crate::scan::Progress;
 use crate::state::State;
 use crate::{db, relpath, Error};
@@ -42,7 +42,16 @@ struct Identity {
     root_hex: String,
     dev: u64,
     ino: u64,
+    /// Birth time of the root directory where the file system records it: inode numbers are
+    /// reused at once on ext4, so dev + inode alone miss a directory deleted and re-created.
+    #[serde(default)]
+    btime_ns: Option<i64>,
     created_ns: i64,
+}
+
+fn birth_ns(meta: &std::fs::Metadata) -> Option<i64> {
+    let t = meta.created().ok()?;
+    Some(t.duration_since(UNIX_EPOCH).ok()?.as_nanos() as i64)
 }
 
 pub struct Workspace {
@@ -66,14 +75,6 @@ pub struct Snapshot {
     pub label: String,
 }
 
-/// What a restore did (or, for a dry run, would do).
-pub struct RestoreOutcome {
-    pub plan: RestorePlan,
-    pub applied: Option<Applied>,
-    /// The snapshot of the workspace taken just before the restore (so it can be undone).
-    pub before: ObjectId,
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct Status {
     pub root: String,
@@ -82,7 +83,17 @@ pub struct Status {
     pub store: StoreStatsView,
     pub snapshots: i64,
     pub last_snapshot: Option<Snapshot>,
+    pub sessions: Vec<SessionHead>,
+    pub open_epochs: Vec<crate::oplog::EpochRow>,
+    /// Restores whose journal is not finished (the next command rolls them forward).
+    pub unfinished_restores: Vec<String>,
     pub uncovered: Vec<Uncovered>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionHead {
+    pub session: String,
+    pub head: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -104,11 +115,55 @@ impl From<StoreStats> for StoreStatsView {
     }
 }
 
-fn now_ns() -> i64 {
+pub(crate) fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0)
+}
+
+/// A fresh 16-hex-digit id for epochs and checkpoints.
+pub(crate) fn random_hex() -> String {
+    let mut buf = [0u8; 8];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = std::io::Read::read_exact(&mut f, &mut buf);
+    }
+    if buf == [0; 8] {
+        buf = now_ns().to_le_bytes();
+    }
+    hex::encode(buf)
+}
+
+/// Looks for an epoch or checkpoint id in the other workspaces under the same state directory;
+/// returns that workspace's root.
+pub(crate) fn find_in_other_workspaces(ws: &Workspace, id: &str) -> Option<String> {
+    if id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let all = ws.dir.parent()?;
+    for dir in std::fs::read_dir(all).ok()?.flatten() {
+        let path = dir.path();
+        if path == ws.dir {
+            continue;
+        }
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+        let Ok(conn) = Connection::open_with_flags(path.join("meta.sqlite"), flags) else {
+            continue;
+        };
+        if let Ok(hits) = crate::oplog::ids_with_prefix(&conn, id) {
+            if !hits.is_empty() {
+                let ident: Option<Identity> = std::fs::read(path.join("workspace.json"))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok());
+                return Some(
+                    ident
+                        .map(|i| i.root)
+                        .unwrap_or_else(|| path.display().to_string()),
+                );
+            }
+        }
+    }
+    None
 }
 
 fn random_id() -> Result<String, Error> {
@@ -218,11 +273,15 @@ impl Workspace {
         lock::acquire(&self.dir.join("lock"), wait, what)
     }
 
-    fn state_path(&self) -> PathBuf {
+    pub(crate) fn state_path(&self) -> PathBuf {
         self.dir.join("state.bin")
     }
 
-    fn capture_options<'a>(
+    pub(crate) fn db(&self) -> &Connection {
+        &self.db
+    }
+
+    pub(crate) fn capture_options<'a>(
         &self,
         skip: &'a [PathBuf],
         progress: Option<&'a Progress>,
@@ -236,47 +295,22 @@ impl Workspace {
         }
     }
 
-    /// Captures the whole workspace (caller holds the lock), records a snapshot labelled
-    /// `label`, then saves the stat cache.
-    fn capture_locked(
-        &self,
-        label: &str,
-        progress: Option<&Progress>,
-    ) -> Result<(Capture, i64), Error> {
-        let old = State::load(&self.state_path());
-        let skip = [self.dir.clone()];
-        let cap = capture::capture(
-            &self.root,
-            &self.store,
-            &old,
-            &self.capture_options(&skip, progress),
-        )?;
-        crate::failpoint::hit("capture-before-record");
-        let seq = self.record_snapshot(cap.root, label)?;
-        crate::failpoint::hit("capture-before-state");
-        if cap.state_changed {
-            cap.state.save(&self.state_path())?;
-        }
-        Ok((cap, seq))
-    }
-
-    /// Captures the workspace as a snapshot; returns the capture and the snapshot's sequence
-    /// number.
+    /// Captures the whole workspace and records it as a snapshot labelled `label`; anything
+    /// changed since the last known state is recorded as an external epoch. Returns the capture
+    /// and the op-log position.
     pub fn snapshot(
         &self,
         label: &str,
         progress: Option<&Progress>,
     ) -> Result<(Capture, i64), Error> {
         let _lock = self.lock(lock::default_wait(), "capture")?;
-        self.capture_locked(label, progress)
-    }
-
-    fn record_snapshot(&self, root: ObjectId, label: &str) -> Result<i64, Error> {
-        self.db.execute(
-            "INSERT INTO snapshots (root, created_ns, label) VALUES (?1, ?2, ?3)",
-            rusqlite::params![root.0.as_slice(), now_ns(), label],
-        )?;
-        Ok(self.db.last_insert_rowid())
+        self.recover_locked()?;
+        let mut found = self.capture_found(progress)?;
+        crate::failpoint::hit("capture-before-record");
+        let pos = self.transaction(|| self.record_found(&found, label, None))?;
+        crate::failpoint::hit("capture-before-state");
+        self.save_state(&mut found)?;
+        Ok((found.capture, pos))
     }
 
     pub fn snapshots(&self) -> Result<Vec<Snapshot>, Error> {
@@ -295,65 +329,56 @@ impl Workspace {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Makes the workspace (or the `scope` paths in it) equal to the tree `target`. Captures the
-    /// current state first, so what the restore overwrites is kept and can be brought back.
+    /// Makes the workspace (or the `scope` paths in it) equal to the tree `target`, whoever
+    /// changed what; recorded as a restore epoch of the session `rewind`, so it can be undone.
     pub fn restore_tree(
         &self,
         target: ObjectId,
         scope: &[Vec<u8>],
         dry_run: bool,
-    ) -> Result<RestoreOutcome, Error> {
-        for p in scope {
-            relpath::check(p)?;
-        }
-        let _lock = self.lock(lock::default_wait(), "restore")?;
-        let (before, plan) = if dry_run {
-            let old = State::load(&self.state_path());
-            let skip = [self.dir.clone()];
-            let cap = capture::capture(
-                &self.root,
-                &self.store,
-                &old,
-                &self.capture_options(&skip, None),
-            )?;
-            (
-                cap.root,
-                restore::plan(&self.store, cap.root, target, scope)?,
-            )
-        } else {
-            let (cap, _) = self.capture_locked("before restore", None)?;
-            (
-                cap.root,
-                restore::plan(&self.store, cap.root, target, scope)?,
-            )
+    ) -> Result<RewindOutcome, Error> {
+        let point = CheckpointRow {
+            id: format!("tree {}", &target.to_hex()[..12]),
+            pos: 0,
+            session: String::new(),
+            message: None,
+            parent: None,
+            label: None,
+            root: target,
+            payload: None,
+            pinned: false,
+            created_ns: 0,
         };
-        if dry_run {
-            return Ok(RestoreOutcome {
-                plan,
-                applied: None,
-                before,
-            });
-        }
-        let rootdir = RootDir::open(&self.root).map_err(io("opening", &self.root))?;
-        let applied = restore::apply(
-            &rootdir,
-            &self.store,
-            &plan,
-            &ApplyOptions { durable: true },
-        )?;
-        self.capture_locked("restore", None)?;
-        Ok(RestoreOutcome {
-            plan,
-            applied: Some(applied),
-            before,
-        })
+        let opts = RewindOptions {
+            dry_run,
+            all: true,
+            mode: Mode::FilesOnly,
+            paths: scope.to_vec(),
+            ..Default::default()
+        };
+        self.restore("rewind", &Target::Checkpoint(point), &opts)
     }
 
     pub fn status(&self) -> Result<Status, Error> {
         let snapshots: i64 = self
             .db
             .query_row("SELECT count(*) FROM snapshots", [], |r| r.get(0))?;
-        let last = self.snapshots()?.pop();
+        let last = self
+            .db
+            .query_row(
+                "SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| {
+                    let root: Vec<u8> = r.get(1)?;
+                    Ok(Snapshot {
+                        seq: r.get(0)?,
+                        root: ObjectId(root.try_into().unwrap_or([0; 32])),
+                        created_ns: r.get(2)?,
+                        label: r.get(3)?,
+                    })
+                },
+            )
+            .ok();
         let state = State::load(&self.state_path());
         let mut uncovered = Vec::new();
         for (dir, entries) in &state.dirs {
@@ -373,6 +398,13 @@ impl Workspace {
             store: self.store.stats()?.into(),
             snapshots,
             last_snapshot: last,
+            sessions: self
+                .sessions()?
+                .into_iter()
+                .map(|(session, head)| SessionHead { session, head })
+                .collect(),
+            open_epochs: self.open_epochs()?,
+            unfinished_restores: self.unfinished_restores()?,
             uncovered,
         })
     }
@@ -389,6 +421,44 @@ impl Workspace {
                 stack.push((s.root, format!("snapshot {} ({})", s.seq, s.label)));
             }
         }
+        for c in crate::oplog::checkpoints(&self.db, None, i64::MAX)? {
+            if !c.root.is_zero() {
+                stack.push((c.root, format!("checkpoint {}", c.id)));
+            }
+        }
+        // Every content an epoch recorded must still be there: it is what a rewind writes.
+        let mut st = self
+            .db
+            .prepare("SELECT epoch, path, pre_kind, pre_id, post_kind, post_id FROM changes")?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Vec<u8>>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+                r.get::<_, Option<Vec<u8>>>(3)?,
+                r.get::<_, Option<i64>>(4)?,
+                r.get::<_, Option<Vec<u8>>>(5)?,
+            ))
+        })?;
+        for row in rows {
+            let (epoch, path, pk, pid, ak, aid) = row?;
+            for (kind, id) in [(pk, pid), (ak, aid)] {
+                let is_content = matches!(
+                    kind.and_then(|k| EntryKind::from_u8(k as u8)),
+                    Some(EntryKind::File | EntryKind::Symlink)
+                );
+                let Some(id) = id.and_then(|v| <[u8; 32]>::try_from(v).ok()).map(ObjectId) else {
+                    continue;
+                };
+                if is_content && seen.insert(id) && !self.store.has(&id)? {
+                    lost.push(format!(
+                        "epoch {epoch}/{}: object {id} is missing",
+                        relpath::display(&path)
+                    ));
+                }
+            }
+        }
+        drop(st);
         while let Some((id, what)) = stack.pop() {
             if !seen.insert(id) {
                 continue;
@@ -450,7 +520,9 @@ fn register(
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         match ident {
-            Some(i) if i.dev == meta.dev() && i.ino == meta.ino() => return Ok((id, false)),
+            Some(i) if i.dev == meta.dev() && i.ino == meta.ino() && i.btime_ns == birth_ns(meta) => {
+                return Ok((id, false))
+            }
             Some(_) if !force => {
                 return Err(Error::Workspace(format!(
                     "{} is not the directory that was registered as workspace {id}: it was replaced \
@@ -473,6 +545,7 @@ fn register(
         root_hex: hex::encode(root.as_os_str().as_bytes()),
         dev: meta.dev(),
         ino: meta.ino(),
+        btime_ns: birth_ns(meta),
         created_ns: now_ns(),
     };
     let ident_path = dir.join("workspace.json");

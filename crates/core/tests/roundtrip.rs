@@ -213,10 +213,10 @@ proptest! {
         mutate(&env, &muts);
         // Restore directly over the mutated tree, and again (idempotent: nothing left to do).
         let out = ws.restore_tree(cap.root, &[], false).unwrap();
-        prop_assert!(out.plan.skipped.is_empty(), "{:?}", out.plan.skipped);
+        prop_assert!(out.skipped.is_empty(), "{:?}", out.skipped);
         prop_assert_eq!(read_tree(env.root()), original.clone());
         let again = ws.restore_tree(cap.root, &[], true).unwrap();
-        prop_assert!(again.plan.steps.is_empty(), "second restore planned {:?}", again.plan.steps);
+        prop_assert!(again.steps.is_empty(), "second restore planned {:?}", again.steps);
 
         // Nothing outside the root was touched.
         let outside = read_tree(env.outside.path());

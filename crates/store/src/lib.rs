@@ -11,17 +11,35 @@
 //!
 //! Crash safety follows restic's rule (see `docs/format.md`): a pack is durable (fsync, rename,
 //! fsync of the directory) before any index row points into it, and the index rows of one
-//! [`Writer`] commit in one SQLite transaction. A crash leaves at most orphan packs, which the
-//! next [`Store::open`] adopts from their trailers or removes.
+//! [`Writer`] commit in one SQLite transaction. A crash leaves at most a dead writer's temp
+//! packs, which the next [`Store::open`] removes, and orphan packs (in place, not indexed),
+//! which it adopts from their trailers.
+//!
+//! Modules: `pack` (pack files, temp packs and their locks), `index` (the SQLite tables),
+//! `writer` (dedup, compression, commit), `chunk` (content splitting, the `file` object),
+//! `compress` (zstd and when not to use it), `fsck`.
 
+mod chunk;
+mod compress;
+#[cfg(test)]
+mod crash_tests;
+mod fsck;
 mod id;
+mod index;
+mod pack;
 mod tree;
+mod writer;
 
 pub use id::{ObjectId, ObjectKind};
 pub use tree::{valid_name, EntryKind, Tree, TreeEntry};
+pub use writer::Writer;
 
-use std::io::{Read, Write};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+
+use chunk::FileObject;
+use pack::{PackCache, PublishedPack, ReadError};
 
 /// Files larger than this are split into content-defined chunks.
 pub const CHUNK_THRESHOLD: u64 = 1 << 20;
@@ -52,6 +70,9 @@ pub enum Error {
     /// Reading the caller's stream failed while storing it.
     #[error("reading input: {0}")]
     Input(std::io::Error),
+    /// Writing to the caller's stream failed while reading content out.
+    #[error("writing output: {0}")]
+    Output(std::io::Error),
     /// The SQLite index failed.
     #[error("object index: {0}")]
     Db(#[from] rusqlite::Error),
@@ -127,93 +148,198 @@ pub struct FsckReport {
 /// An open store. Cheap to share between threads (`&Store` is `Sync`); several processes may
 /// open the same store at once.
 pub struct Store {
-    _private: (),
+    packs_dir: PathBuf,
+    config: StoreConfig,
+    index: index::Index,
+    open_packs: PackCache,
 }
 
 impl Store {
     /// Opens (creating if needed) the store whose packs live in `packs_dir` and whose index
     /// lives in the SQLite database `index_db` (which other crates share for their own tables).
     /// Cleans up temporary packs of dead writers and adopts orphan packs.
+    ///
+    /// Runs on every CLI command, so it stays cheap: one listing of `tmp/`, one of the pack
+    /// directories, and one query for the indexed pack names.
     pub fn open(packs_dir: &Path, index_db: &Path, config: StoreConfig) -> Result<Store> {
-        let _ = (packs_dir, index_db, config);
-        todo!()
+        let tmp = packs_dir.join(pack::TMP_DIR);
+        fs::create_dir_all(&tmp).map_err(|source| Error::Io {
+            op: "create store directory",
+            path: tmp,
+            source,
+        })?;
+        if let Some(parent) = index_db.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).map_err(|source| Error::Io {
+                op: "create index directory",
+                path: parent.to_owned(),
+                source,
+            })?;
+        }
+        let store = Store {
+            packs_dir: packs_dir.to_owned(),
+            config,
+            index: index::Index::open(index_db)?,
+            open_packs: PackCache::default(),
+        };
+        pack::remove_dead_temp_packs(packs_dir)?;
+        store.adopt_orphans()?;
+        Ok(store)
+    }
+
+    /// Indexes packs that are in place but not in the index: a writer that died between
+    /// renaming its packs and committing their rows. Their trailers say what they hold. A pack
+    /// whose trailer cannot be read is left for `fsck` to report.
+    fn adopt_orphans(&self) -> Result<()> {
+        let indexed = self.index.pack_names()?;
+        let mut orphans = Vec::new();
+        for name in pack::packs_on_disk(&self.packs_dir)? {
+            if indexed.contains(&name) {
+                continue;
+            }
+            let path = pack::pack_path(&self.packs_dir, &name);
+            let file = match File::open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(source) => {
+                    return Err(Error::Io {
+                        op: "open pack",
+                        path,
+                        source,
+                    })
+                }
+            };
+            let (Ok(entries), Ok(meta)) = (pack::read_trailer(&file), file.metadata()) else {
+                continue;
+            };
+            orphans.push(PublishedPack {
+                name,
+                size: meta.len(),
+                entries,
+            });
+        }
+        if !orphans.is_empty() {
+            self.index.insert_packs(&orphans)?;
+        }
+        Ok(())
+    }
+
+    /// The directory holding the pack files.
+    pub fn packs_dir(&self) -> &Path {
+        &self.packs_dir
     }
 
     /// Whether the object is in the index.
     pub fn has(&self, id: &ObjectId) -> Result<bool> {
-        let _ = id;
-        todo!()
+        self.index.contains(id)
     }
 
     /// Starts a batch of writes. Nothing it writes is visible to other processes until
     /// [`Writer::commit`]; dropping it uncommitted discards its packs.
     pub fn writer(&self) -> Result<Writer<'_>> {
-        todo!()
+        Ok(Writer::new(self))
+    }
+
+    /// Reads one object, verified against its id.
+    fn read_object(&self, id: &ObjectId) -> Result<(ObjectKind, Vec<u8>)> {
+        let (pack_id, entry) = self.index.lookup(id)?.ok_or(Error::Missing { id: *id })?;
+        let (pack, file) = self.open_packs.get(&self.packs_dir, pack_id, || {
+            self.index.pack_name(pack_id)?.ok_or_else(|| {
+                Error::Format(format!(
+                    "index row for {id} names pack row {pack_id}, which is gone"
+                ))
+            })
+        })?;
+        match pack::read_object(&file, &entry) {
+            Ok(raw) => Ok((entry.kind, raw)),
+            Err(ReadError::Corrupt(reason)) => Err(Error::Corrupt {
+                id: *id,
+                pack: pack.to_string(),
+                reason,
+            }),
+            Err(ReadError::Io(source)) => Err(Error::Io {
+                op: "read pack",
+                path: pack::pack_path(&self.packs_dir, &pack),
+                source,
+            }),
+        }
+    }
+
+    fn read_kind(&self, id: &ObjectId, want: ObjectKind) -> Result<Vec<u8>> {
+        let (kind, raw) = self.read_object(id)?;
+        if kind != want {
+            return Err(Error::Format(format!(
+                "object {id} is a {kind:?}, not a {want:?}"
+            )));
+        }
+        Ok(raw)
     }
 
     /// The bytes of a blob, verified against its id.
     pub fn read_blob(&self, id: &ObjectId) -> Result<Vec<u8>> {
-        let _ = id;
-        todo!()
+        self.read_kind(id, ObjectKind::Blob)
     }
 
     /// A tree, verified.
     pub fn read_tree(&self, id: &ObjectId) -> Result<Tree> {
-        let _ = id;
-        todo!()
+        let raw = self.read_kind(id, ObjectKind::Tree)?;
+        Tree::decode(&raw).map_err(|e| self.undecodable(id, e.to_string()))
+    }
+
+    /// An object that hashes right but does not decode: written by a buggy writer.
+    fn undecodable(&self, id: &ObjectId, reason: String) -> Error {
+        let pack = match self.index.lookup(id) {
+            Ok(Some((pack_id, _))) => self.index.pack_name(pack_id).ok().flatten(),
+            _ => None,
+        };
+        let pack = pack.unwrap_or_default();
+        Error::Corrupt {
+            id: *id,
+            pack,
+            reason,
+        }
     }
 
     /// Streams file content (a blob or a chunked file object) into `out`, verifying every chunk;
     /// memory use is bounded by one chunk. Returns the number of bytes written.
     pub fn read_content(&self, id: &ObjectId, out: &mut dyn Write) -> Result<u64> {
-        let _ = (id, out);
-        todo!()
+        let (kind, raw) = self.read_object(id)?;
+        match kind {
+            ObjectKind::Blob => {
+                out.write_all(&raw).map_err(Error::Output)?;
+                Ok(raw.len() as u64)
+            }
+            ObjectKind::File => {
+                let file = FileObject::decode(&raw).map_err(|e| self.undecodable(id, e))?;
+                drop(raw);
+                for (len, chunk) in &file.chunks {
+                    let data = self.read_kind(chunk, ObjectKind::Blob)?;
+                    if data.len() != *len as usize {
+                        return Err(self.undecodable(
+                            id,
+                            format!("chunk {chunk} is {} bytes, expected {len}", data.len()),
+                        ));
+                    }
+                    out.write_all(&data).map_err(Error::Output)?;
+                }
+                Ok(file.size)
+            }
+            ObjectKind::Tree => Err(Error::Format(format!(
+                "object {id} is a tree, not file content"
+            ))),
+        }
     }
 
     /// Checks every pack and every object. Never modifies anything.
     pub fn fsck(&self) -> Result<FsckReport> {
-        todo!()
+        fsck::run(self)
     }
 
     pub fn stats(&self) -> Result<StoreStats> {
-        todo!()
-    }
-}
-
-/// A batch of writes into new packs. `&Writer` is `Sync`: many threads may put at once.
-pub struct Writer<'s> {
-    _store: &'s Store,
-}
-
-impl Writer<'_> {
-    /// Stores one blob (deduplicated) and returns its id.
-    pub fn put_blob(&self, data: &[u8]) -> Result<ObjectId> {
-        let _ = data;
-        todo!()
-    }
-
-    /// Stores file content read from `reader`, streaming: up to [`CHUNK_THRESHOLD`] bytes become
-    /// one blob; more become FastCDC chunks (256K/1M/4M) plus a file object. Returns the
-    /// content id and the number of bytes read. Same bytes, same id, whatever the reader.
-    pub fn put_content(&self, reader: &mut dyn Read) -> Result<(ObjectId, u64)> {
-        let _ = reader;
-        todo!()
-    }
-
-    pub fn put_tree(&self, tree: &Tree) -> Result<ObjectId> {
-        let _ = tree;
-        todo!()
-    }
-
-    /// Makes everything written durable: packs fsynced and renamed into place, then the index
-    /// rows in one transaction.
-    pub fn commit(self) -> Result<CommitStats> {
-        todo!()
+        self.index.stats()
     }
 }
 
 /// The content id `put_content` would return for these bytes, without storing anything.
 pub fn content_id(reader: &mut dyn Read) -> Result<(ObjectId, u64)> {
-    let _ = reader;
-    todo!()
+    chunk::split_content(reader, &mut chunk::HashOnly)
 }

@@ -129,11 +129,10 @@ impl Tree {
             let kind = EntryKind::from_u8(kind).ok_or_else(|| bad("unknown entry kind"))?;
             let mode = r.u32().ok_or_else(|| bad("truncated"))?;
             let size = r.u64().ok_or_else(|| bad("truncated"))?;
-            let id: [u8; 32] = r
+            let id = r
                 .take(32)
-                .ok_or_else(|| bad("truncated"))?
-                .try_into()
-                .unwrap();
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .ok_or_else(|| bad("truncated"))?;
             entries.push(TreeEntry {
                 name,
                 kind,

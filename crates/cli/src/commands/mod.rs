@@ -1,7 +1,16 @@
 //! One module per command. Each exposes `Args` (clap) and `run`, returning the exit code.
 
+pub mod checkpoint;
+pub mod diff;
+pub mod epoch;
+pub mod exec;
 pub mod fsck;
 pub mod init;
+pub mod log;
+pub mod recover;
+pub mod restore;
+pub mod sandbox;
+pub mod show;
 pub mod status;
 
 use std::path::PathBuf;
@@ -16,6 +25,16 @@ pub fn run(cli: &Cli) -> anyhow::Result<i32> {
         Command::Init(args) => init::run(cli, args),
         Command::Status(args) => status::run(cli, args),
         Command::Fsck(args) => fsck::run(cli, args),
+        Command::Exec(args) => exec::run(cli, args),
+        Command::Epoch(args) => epoch::run(cli, args),
+        Command::Checkpoint(args) => checkpoint::run(cli, args),
+        Command::Log(args) => log::run(cli, args),
+        Command::Show(args) => show::run(cli, args),
+        Command::Diff(args) => diff::run(cli, args),
+        Command::Restore(args) => restore::run(cli, args),
+        Command::Undo(args) => restore::run_undo(cli, args),
+        Command::Recover(args) => recover::run(cli, args),
+        Command::Sandbox(args) => sandbox::run(cli, args),
     }
 }
 
@@ -41,4 +60,25 @@ pub fn workspace_root(cli: &Cli) -> anyhow::Result<PathBuf> {
 pub fn open_workspace(cli: &Cli, force: bool) -> anyhow::Result<Workspace> {
     let root = workspace_root(cli)?;
     Ok(Workspace::open(&root, &OpenOptions { force, home: None })?)
+}
+
+/// A change as commands print it.
+#[derive(serde::Serialize)]
+pub struct ChangeView {
+    pub action: &'static str,
+    pub path: String,
+    pub before: Option<rewind_core::EntryView>,
+    pub after: Option<rewind_core::EntryView>,
+}
+
+impl From<&rewind_core::Change> for ChangeView {
+    fn from(c: &rewind_core::Change) -> Self {
+        let v = rewind_core::restore::StepView::from(c);
+        ChangeView {
+            action: v.action,
+            path: v.path,
+            before: v.before,
+            after: v.after,
+        }
+    }
 }

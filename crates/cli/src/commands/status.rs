@@ -3,7 +3,8 @@
 use crate::output::{emit, human_bytes};
 use crate::Cli;
 
-/// Show the workspace root and id, store size, snapshots and uncovered paths.
+/// Show the workspace root and id, store size, sessions and heads, open epochs, unfinished
+/// restores and uncovered paths.
 #[derive(clap::Args, Debug)]
 pub struct Args {}
 
@@ -30,6 +31,27 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
                 &l.root.to_hex()[..12]
             ),
             None => println!("snapshots  none yet (run `rewind init`)"),
+        }
+        for sh in &s.sessions {
+            println!(
+                "session    {} (head: {})",
+                sh.session,
+                sh.head.as_deref().unwrap_or("none")
+            );
+        }
+        for e in &s.open_epochs {
+            println!(
+                "open       epoch {} ({}, session {}, tool {})",
+                e.id,
+                e.kind.as_str(),
+                e.session,
+                e.tool.as_deref().unwrap_or("-")
+            );
+        }
+        for r in &s.unfinished_restores {
+            println!(
+                "unfinished restore {r} (the next command finishes it; or run `rewind recover`)"
+            );
         }
         if s.uncovered.is_empty() {
             println!("uncovered  none");

@@ -46,7 +46,9 @@ impl Env {
                     if p.is_dir() {
                         go(&p, out);
                     } else if p.extension().is_some_and(|x| x == "pack")
-                        && !p.components().any(|c| c.as_os_str() == "tmp")
+                        && p.parent()
+                            .and_then(|d| d.file_name())
+                            .is_some_and(|d| d != "tmp")
                     {
                         out.push(p);
                     }

@@ -1,0 +1,174 @@
+//! `rewind restore` and `rewind undo`: rewinding, with a preview and conflict refusal.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use rewind_core::{relpath, Mode, RewindOptions, RewindOutcome};
+use serde::Serialize;
+
+use crate::output::emit;
+use crate::{exit, Cli};
+
+/// Restore the session to TARGET: undo every change the session made after it (its own
+/// restores included, so restoring to a checkpoint from before a rewind is redo).
+///
+/// TARGET is a checkpoint id, a message id, or an epoch id ("just before that epoch"); ids are
+/// accepted by unique prefix. Paths the session never changed are untouched. A path whose
+/// current content is not what the session left there is a conflict: exit 3, nothing changed,
+/// unless --force (what it overwrites is kept in the restore epoch, so it can be brought back).
+///
+/// Examples:
+///   rewind restore msg-41 --dry-run
+///   rewind restore 3fa9c2 -- src/
+///   rewind restore msg-40 --all --force
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    pub target: String,
+    #[command(flatten)]
+    pub common: Common,
+    /// Make the whole workspace (or the given paths) equal to TARGET's tree, whoever changed
+    /// it (no conflict check; what it overwrites is kept).
+    #[arg(long)]
+    pub all: bool,
+    /// Restore files, leave the session head where it is.
+    #[arg(long, conflicts_with = "head_only")]
+    pub files_only: bool,
+    /// Move the session head only ("undo the message, keep the files").
+    #[arg(long)]
+    pub head_only: bool,
+    /// Limit to these paths (and what is under them).
+    #[arg(last = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Common {
+    /// Print the plan and write nothing; exits as the real run would (3 on conflicts).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Overwrite conflicting paths (their current content is kept in the restore epoch).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Undo the session's last epoch (or the named one); undoing a restore is redo.
+///
+/// Examples:
+///   rewind undo --dry-run
+///   rewind undo 7c01
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct UndoArgs {
+    /// The epoch (id or unique prefix); default: the session's newest.
+    pub epoch: Option<String>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    dry_run: bool,
+    applied: bool,
+    refused: bool,
+    steps: Vec<rewind_core::restore::StepView>,
+    conflicts: &'a [rewind_core::Conflict],
+    skipped: &'a [rewind_core::Skipped],
+    kept: &'a [rewind_core::Skipped],
+    epoch: Option<&'a str>,
+    head: Option<&'a str>,
+    payload: Option<String>,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
+    let ws = super::open_workspace(cli, false)?;
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let mut paths = Vec::new();
+    for p in &args.paths {
+        paths.push(relpath::from_user(ws.root(), &cwd, p)?);
+    }
+    let target = ws.resolve(&cli.session, &args.target)?;
+    let mode = if args.head_only {
+        Mode::HeadOnly
+    } else if args.files_only {
+        Mode::FilesOnly
+    } else {
+        Mode::Both
+    };
+    let opts = RewindOptions {
+        dry_run: args.common.dry_run,
+        force: args.common.force,
+        all: args.all,
+        mode,
+        paths,
+        wait: None,
+    };
+    let out = ws.restore(&cli.session, &target, &opts)?;
+    report(cli, &out, &opts)
+}
+
+pub fn run_undo(cli: &Cli, args: &UndoArgs) -> anyhow::Result<i32> {
+    let ws = super::open_workspace(cli, false)?;
+    let opts = RewindOptions {
+        dry_run: args.common.dry_run,
+        force: args.common.force,
+        ..Default::default()
+    };
+    let out = ws.undo(&cli.session, args.epoch.as_deref(), &opts)?;
+    report(cli, &out, &opts)
+}
+
+fn report(cli: &Cli, out: &RewindOutcome, opts: &RewindOptions) -> anyhow::Result<i32> {
+    let refused = !out.conflicts.is_empty() && !opts.force;
+    let doc = Report {
+        dry_run: opts.dry_run,
+        applied: out.applied,
+        refused,
+        steps: out.steps.iter().map(Into::into).collect(),
+        conflicts: &out.conflicts,
+        skipped: &out.skipped,
+        kept: &out.kept,
+        epoch: out.epoch.as_deref(),
+        head: out.head.as_deref(),
+        payload: out
+            .payload
+            .as_ref()
+            .map(|p| String::from_utf8_lossy(p).into_owned()),
+    };
+    emit(cli.json, &doc, |d| {
+        let would = if d.applied { "" } else { "would " };
+        for s in &d.steps {
+            println!("{would}{:<8} {}", s.action, s.path);
+        }
+        for c in d.conflicts {
+            eprintln!(
+                "conflict: {} was changed by {} since this session wrote it",
+                String::from_utf8_lossy(&c.path),
+                c.changed_by
+            );
+        }
+        for s in d.skipped.iter().chain(d.kept) {
+            eprintln!(
+                "skipped: {}: {}",
+                String::from_utf8_lossy(&s.path),
+                s.reason
+            );
+        }
+        if refused {
+            eprintln!(
+                "rewind: refused: {} conflicts, nothing was changed; rerun with --force to overwrite them \
+                 (what they hold now is kept in the restore epoch)",
+                d.conflicts.len()
+            );
+        } else if d.steps.is_empty() && !d.applied {
+            println!("nothing to restore");
+        } else if let Some(e) = d.epoch {
+            println!(
+                "restored {} paths; `rewind undo` brings them back",
+                d.steps.len()
+            );
+            println!("{e}");
+        }
+    })?;
+    Ok(if refused { exit::CONFLICT } else { exit::OK })
+}

@@ -1,0 +1,110 @@
+//! Read-only views of the op log for the fronts (`log`, `show`, `diff`, `status`).
+
+use rewind_store::ObjectId;
+
+use crate::entry::Change;
+use crate::oplog::{self, CheckpointRow, EpochRow};
+use crate::workspace::Workspace;
+use crate::Error;
+
+/// One line of `rewind log`.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum LogItem {
+    Epoch {
+        #[serde(flatten)]
+        epoch: EpochRow,
+        changes: i64,
+        uncovered: i64,
+    },
+    Checkpoint {
+        #[serde(flatten)]
+        checkpoint: CheckpointRow,
+    },
+}
+
+impl LogItem {
+    pub fn pos(&self) -> i64 {
+        match self {
+            LogItem::Epoch { epoch, .. } => epoch.pos,
+            LogItem::Checkpoint { checkpoint } => checkpoint.pos,
+        }
+    }
+}
+
+impl Workspace {
+    /// Epochs and checkpoints, newest first. `session` limits to that session (external epochs
+    /// are always shown: they are everyone's business).
+    pub fn log(&self, session: Option<&str>, limit: usize) -> Result<Vec<LogItem>, Error> {
+        let limit = limit as i64;
+        let mut items = Vec::new();
+        for e in oplog::epochs(self.db(), session, limit)? {
+            let changes = oplog::epoch_changes(self.db(), &e.id)?;
+            let uncovered = changes
+                .iter()
+                .filter(|c| {
+                    c.change
+                        .after
+                        .is_some_and(|a| a.kind == rewind_store::EntryKind::Uncovered)
+                })
+                .count() as i64;
+            items.push(LogItem::Epoch {
+                epoch: e,
+                changes: changes.len() as i64,
+                uncovered,
+            });
+        }
+        for c in oplog::checkpoints(self.db(), session, limit)? {
+            items.push(LogItem::Checkpoint { checkpoint: c });
+        }
+        items.sort_by_key(|i| std::cmp::Reverse(i.pos()));
+        items.truncate(limit as usize);
+        Ok(items)
+    }
+
+    pub fn epoch(&self, id: &str) -> Result<EpochRow, Error> {
+        let full = self.resolve_epoch_id(id)?;
+        Ok(oplog::epoch(self.db(), &full)?.expect("resolved"))
+    }
+
+    /// An epoch's changes, sorted by path.
+    pub fn epoch_changes(&self, id: &str) -> Result<Vec<Change>, Error> {
+        Ok(oplog::epoch_changes(self.db(), id)?
+            .into_iter()
+            .map(|r| r.change)
+            .collect())
+    }
+
+    /// Sessions and their heads.
+    pub fn sessions(&self) -> Result<Vec<(String, Option<String>)>, Error> {
+        oplog::sessions(self.db())
+    }
+
+    pub fn open_epochs(&self) -> Result<Vec<EpochRow>, Error> {
+        oplog::open_epochs(self.db())
+    }
+
+    /// Epoch ids of restores whose journal is not finished.
+    pub fn unfinished_restores(&self) -> Result<Vec<String>, Error> {
+        let mut st = self
+            .db()
+            .prepare("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
+        let rows = st.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The bytes of a stored file or symlink (for diffs). Memory: the whole content.
+    pub fn read_content(&self, id: &ObjectId) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::new();
+        self.store().read_content(id, &mut out)?;
+        Ok(out)
+    }
+
+    /// Every path whose entry differs between two stored trees (for `diff A B`), sorted.
+    pub fn diff_trees(&self, a: ObjectId, b: ObjectId) -> Result<Vec<Change>, Error> {
+        let plan = crate::restore::plan(self.store(), a, b, &[])?;
+        let mut out: Vec<Change> = plan.steps;
+        out.sort_by(|x, y| x.path.cmp(&y.path));
+        Ok(out)
+    }
+}

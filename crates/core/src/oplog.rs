@@ -1,0 +1,552 @@
+//! The op log: the append-only, ordered record of epochs (mutations) and checkpoints (turn
+//! boundaries) of a workspace, with sessions and their conversation nodes. It is the source of
+//! truth for attribution and rewinding; trees and the shadow history are views of it.
+//!
+//! Every row gets an op-log position (`pos`) from one counter, so "after checkpoint X" means
+//! `pos > X.pos` across all sessions and kinds.
+
+use rewind_store::{EntryKind, ObjectId};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde::Serialize;
+
+use crate::entry::{Change, Entry};
+use crate::Error;
+
+/// What an epoch is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EpochKind {
+    /// An edit/write/patch tool: only its declared paths, no scan.
+    Exact,
+    /// A shell command or anything else: whole-workspace capture before and after.
+    Opaque,
+    /// Changes found on disk that no epoch made (the user's editor, another program).
+    External,
+    /// A rewind, undo or redo.
+    Restore,
+}
+
+impl EpochKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EpochKind::Exact => "exact",
+            EpochKind::Opaque => "opaque",
+            EpochKind::External => "external",
+            EpochKind::Restore => "restore",
+        }
+    }
+    fn parse(s: &str) -> EpochKind {
+        match s {
+            "exact" => EpochKind::Exact,
+            "opaque" => EpochKind::Opaque,
+            "restore" => EpochKind::Restore,
+            _ => EpochKind::External,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EpochState {
+    Open,
+    Settled,
+    Aborted,
+}
+
+impl EpochState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EpochState::Open => "open",
+            EpochState::Settled => "settled",
+            EpochState::Aborted => "aborted",
+        }
+    }
+    fn parse(s: &str) -> EpochState {
+        match s {
+            "open" => EpochState::Open,
+            "aborted" => EpochState::Aborted,
+            _ => EpochState::Settled,
+        }
+    }
+}
+
+/// Who an open epoch belongs to: a process (`exec`; settled by whoever finds it dead) or the
+/// session (`epoch begin`; open across commands until `epoch end`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "type")]
+pub enum Owner {
+    Process { pid: u32, start: u64 },
+    Session,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EpochRow {
+    pub id: String,
+    pub pos: i64,
+    pub session: String,
+    pub kind: EpochKind,
+    pub state: EpochState,
+    pub tool: Option<String>,
+    pub tool_call: Option<String>,
+    pub message: Option<String>,
+    pub owner: Owner,
+    /// Declared paths of an exact epoch.
+    #[serde(skip)]
+    pub paths: Vec<Vec<u8>>,
+    #[serde(skip)]
+    pub pre_root: Option<ObjectId>,
+    pub recovered: bool,
+    pub note: Option<String>,
+    pub created_ns: i64,
+    pub settled_ns: Option<i64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckpointRow {
+    pub id: String,
+    pub pos: i64,
+    pub session: String,
+    pub message: Option<String>,
+    pub parent: Option<String>,
+    pub label: Option<String>,
+    #[serde(serialize_with = "crate::serde_id")]
+    pub root: ObjectId,
+    #[serde(skip)]
+    pub payload: Option<Vec<u8>>,
+    pub pinned: bool,
+    pub created_ns: i64,
+}
+
+/// A change row with the epoch it belongs to, for attribution queries.
+#[derive(Clone, Debug)]
+pub struct ChangeRow {
+    pub epoch: String,
+    pub pos: i64,
+    pub change: Change,
+    /// An open exact epoch's preimage whose post is not known yet.
+    pub pending: bool,
+}
+
+pub const MIGRATION: &str = "
+CREATE TABLE sessions (id TEXT PRIMARY KEY, head TEXT, created_ns INTEGER NOT NULL);
+CREATE TABLE nodes (
+    session TEXT NOT NULL, message TEXT NOT NULL, parent TEXT, created_ns INTEGER NOT NULL,
+    PRIMARY KEY (session, message));
+CREATE TABLE epochs (
+    id TEXT PRIMARY KEY, pos INTEGER NOT NULL UNIQUE, session TEXT NOT NULL,
+    kind TEXT NOT NULL, state TEXT NOT NULL, tool TEXT, tool_call TEXT, message TEXT,
+    owner_pid INTEGER, owner_start INTEGER, paths BLOB, pre_root BLOB,
+    recovered INTEGER NOT NULL DEFAULT 0, note TEXT,
+    created_ns INTEGER NOT NULL, settled_ns INTEGER);
+CREATE INDEX epochs_by_session ON epochs (session, pos);
+CREATE TABLE changes (
+    epoch TEXT NOT NULL, pos INTEGER NOT NULL, path BLOB NOT NULL,
+    pre_kind INTEGER, pre_mode INTEGER, pre_size INTEGER, pre_id BLOB,
+    post_kind INTEGER, post_mode INTEGER, post_size INTEGER, post_id BLOB,
+    pending INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (epoch, path));
+CREATE INDEX changes_by_path ON changes (path, pos);
+CREATE INDEX changes_by_pos ON changes (pos);
+CREATE TABLE checkpoints (
+    id TEXT PRIMARY KEY, pos INTEGER NOT NULL UNIQUE, session TEXT NOT NULL, message TEXT,
+    parent TEXT, label TEXT, root BLOB NOT NULL, payload BLOB,
+    pinned INTEGER NOT NULL DEFAULT 0, created_ns INTEGER NOT NULL);
+CREATE INDEX checkpoints_by_message ON checkpoints (session, message, pos);
+CREATE TABLE journal (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, epoch TEXT NOT NULL, session TEXT NOT NULL,
+    plan BLOB NOT NULL, head TEXT, move_head INTEGER NOT NULL, state TEXT NOT NULL,
+    created_ns INTEGER NOT NULL);
+ALTER TABLE snapshots ADD COLUMN pos INTEGER NOT NULL DEFAULT 0;
+INSERT INTO core_meta (key, value) VALUES ('next_pos', 1);
+";
+
+/// Takes the next op-log position. Call inside the transaction that uses it.
+pub fn next_pos(db: &Connection) -> Result<i64, Error> {
+    let pos: i64 = db.query_row(
+        "SELECT value FROM core_meta WHERE key = 'next_pos'",
+        [],
+        |r| r.get(0),
+    )?;
+    db.execute(
+        "UPDATE core_meta SET value = ?1 WHERE key = 'next_pos'",
+        [pos + 1],
+    )?;
+    Ok(pos)
+}
+
+/// The last position handed out (0 when none).
+pub fn last_pos(db: &Connection) -> Result<i64, Error> {
+    let next: i64 = db.query_row(
+        "SELECT value FROM core_meta WHERE key = 'next_pos'",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(next - 1)
+}
+
+pub fn ensure_session(db: &Connection, session: &str, now: i64) -> Result<(), Error> {
+    db.execute(
+        "INSERT OR IGNORE INTO sessions (id, head, created_ns) VALUES (?1, NULL, ?2)",
+        params![session, now],
+    )?;
+    Ok(())
+}
+
+pub fn session_head(db: &Connection, session: &str) -> Result<Option<String>, Error> {
+    Ok(db
+        .query_row("SELECT head FROM sessions WHERE id = ?1", [session], |r| {
+            r.get::<_, Option<String>>(0)
+        })
+        .optional()?
+        .flatten())
+}
+
+pub fn set_head(db: &Connection, session: &str, head: Option<&str>) -> Result<(), Error> {
+    db.execute(
+        "UPDATE sessions SET head = ?2 WHERE id = ?1",
+        params![session, head],
+    )?;
+    Ok(())
+}
+
+pub fn sessions(db: &Connection) -> Result<Vec<(String, Option<String>)>, Error> {
+    let mut st = db.prepare("SELECT id, head FROM sessions ORDER BY created_ns")?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn add_node(
+    db: &Connection,
+    session: &str,
+    message: &str,
+    parent: Option<&str>,
+    now: i64,
+) -> Result<(), Error> {
+    db.execute(
+        "INSERT INTO nodes (session, message, parent, created_ns) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (session, message) DO UPDATE SET parent = excluded.parent",
+        params![session, message, parent, now],
+    )?;
+    Ok(())
+}
+
+fn kind_i(e: &Option<Entry>) -> Option<i64> {
+    e.map(|e| e.kind as i64)
+}
+
+pub fn insert_epoch(db: &Connection, e: &EpochRow) -> Result<(), Error> {
+    let (pid, start) = match e.owner {
+        Owner::Process { pid, start } => (Some(pid as i64), Some(start as i64)),
+        Owner::Session => (None, None),
+    };
+    let paths = (!e.paths.is_empty()).then(|| e.paths.join(&0u8));
+    db.execute(
+        "INSERT INTO epochs (id, pos, session, kind, state, tool, tool_call, message, owner_pid,
+            owner_start, paths, pre_root, recovered, note, created_ns, settled_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        params![
+            e.id,
+            e.pos,
+            e.session,
+            e.kind.as_str(),
+            e.state.as_str(),
+            e.tool,
+            e.tool_call,
+            e.message,
+            pid,
+            start,
+            paths,
+            e.pre_root.map(|r| r.0.to_vec()),
+            e.recovered,
+            e.note,
+            e.created_ns,
+            e.settled_ns
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn settle_epoch(
+    db: &Connection,
+    id: &str,
+    state: EpochState,
+    recovered: bool,
+    now: i64,
+) -> Result<(), Error> {
+    db.execute(
+        "UPDATE epochs SET state = ?2, recovered = recovered OR ?3, settled_ns = ?4 WHERE id = ?1",
+        params![id, state.as_str(), recovered, now],
+    )?;
+    Ok(())
+}
+
+pub fn insert_change(
+    db: &Connection,
+    epoch: &str,
+    pos: i64,
+    c: &Change,
+    pending: bool,
+) -> Result<(), Error> {
+    let (b, a) = (&c.before, &c.after);
+    db.execute(
+        "INSERT OR REPLACE INTO changes (epoch, pos, path, pre_kind, pre_mode, pre_size, pre_id,
+            post_kind, post_mode, post_size, post_id, pending)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![
+            epoch,
+            pos,
+            c.path,
+            kind_i(b),
+            b.map(|e| e.mode),
+            b.map(|e| e.size as i64),
+            b.map(|e| e.id.0.to_vec()),
+            kind_i(a),
+            a.map(|e| e.mode),
+            a.map(|e| e.size as i64),
+            a.map(|e| e.id.0.to_vec()),
+            pending
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn delete_change(db: &Connection, epoch: &str, path: &[u8]) -> Result<(), Error> {
+    db.execute(
+        "DELETE FROM changes WHERE epoch = ?1 AND path = ?2",
+        params![epoch, path],
+    )?;
+    Ok(())
+}
+
+fn entry_at(r: &Row, at: usize) -> rusqlite::Result<Option<Entry>> {
+    let kind: Option<i64> = r.get(at)?;
+    let Some(kind) = kind.and_then(|k| EntryKind::from_u8(k as u8)) else {
+        return Ok(None);
+    };
+    let id: Vec<u8> = r.get(at + 3)?;
+    Ok(Some(Entry {
+        kind,
+        mode: r.get(at + 1)?,
+        size: r.get::<_, i64>(at + 2)? as u64,
+        id: ObjectId(id.try_into().unwrap_or([0; 32])),
+    }))
+}
+
+const CHANGE_COLS: &str = "c.epoch, c.pos, c.path, c.pre_kind, c.pre_mode, c.pre_size, c.pre_id,
+    c.post_kind, c.post_mode, c.post_size, c.post_id, c.pending";
+
+fn change_row(r: &Row) -> rusqlite::Result<ChangeRow> {
+    Ok(ChangeRow {
+        epoch: r.get(0)?,
+        pos: r.get(1)?,
+        change: Change {
+            path: r.get(2)?,
+            before: entry_at(r, 3)?,
+            after: entry_at(r, 7)?,
+        },
+        pending: r.get(11)?,
+    })
+}
+
+/// The newest change to `path` recorded after `after_pos` (any epoch, any session).
+pub fn latest_change(
+    db: &Connection,
+    path: &[u8],
+    after_pos: i64,
+) -> Result<Option<ChangeRow>, Error> {
+    let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.path = ?1 AND c.pos > ?2 ORDER BY c.pos DESC LIMIT 1");
+    Ok(db
+        .prepare_cached(&sql)?
+        .query_row(params![path, after_pos], change_row)
+        .optional()?)
+}
+
+/// Every change recorded after `after_pos`, in op-log order.
+pub fn changes_after(db: &Connection, after_pos: i64) -> Result<Vec<ChangeRow>, Error> {
+    let sql =
+        format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.pos > ?1 ORDER BY c.pos, c.path");
+    let mut st = db.prepare(&sql)?;
+    let rows = st.query_map([after_pos], change_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The changes of one epoch, sorted by path.
+pub fn epoch_changes(db: &Connection, epoch: &str) -> Result<Vec<ChangeRow>, Error> {
+    let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.epoch = ?1 ORDER BY c.path");
+    let mut st = db.prepare(&sql)?;
+    let rows = st.query_map([epoch], change_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The changes of a session's settled or aborted epochs after `after_pos`, in op-log order.
+pub fn session_changes_after(
+    db: &Connection,
+    session: &str,
+    after_pos: i64,
+) -> Result<Vec<ChangeRow>, Error> {
+    let sql = format!(
+        "SELECT {CHANGE_COLS} FROM changes c JOIN epochs e ON e.id = c.epoch
+         WHERE e.session = ?1 AND e.pos > ?2 AND e.state != 'open' AND e.kind != 'external'
+         ORDER BY c.pos, c.path"
+    );
+    let mut st = db.prepare(&sql)?;
+    let rows = st.query_map(params![session, after_pos], change_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+const EPOCH_COLS: &str =
+    "id, pos, session, kind, state, tool, tool_call, message, owner_pid, owner_start,
+    paths, pre_root, recovered, note, created_ns, settled_ns";
+
+fn epoch_row(r: &Row) -> rusqlite::Result<EpochRow> {
+    let pid: Option<i64> = r.get(8)?;
+    let start: Option<i64> = r.get(9)?;
+    let paths: Option<Vec<u8>> = r.get(10)?;
+    let pre_root: Option<Vec<u8>> = r.get(11)?;
+    Ok(EpochRow {
+        id: r.get(0)?,
+        pos: r.get(1)?,
+        session: r.get(2)?,
+        kind: EpochKind::parse(&r.get::<_, String>(3)?),
+        state: EpochState::parse(&r.get::<_, String>(4)?),
+        tool: r.get(5)?,
+        tool_call: r.get(6)?,
+        message: r.get(7)?,
+        owner: match pid {
+            Some(pid) => Owner::Process {
+                pid: pid as u32,
+                start: start.unwrap_or(0) as u64,
+            },
+            None => Owner::Session,
+        },
+        paths: paths
+            .map(|p| p.split(|b| *b == 0).map(|s| s.to_vec()).collect())
+            .unwrap_or_default(),
+        pre_root: pre_root.and_then(|v| v.try_into().ok()).map(ObjectId),
+        recovered: r.get(12)?,
+        note: r.get(13)?,
+        created_ns: r.get(14)?,
+        settled_ns: r.get(15)?,
+    })
+}
+
+pub fn epoch(db: &Connection, id: &str) -> Result<Option<EpochRow>, Error> {
+    let sql = format!("SELECT {EPOCH_COLS} FROM epochs WHERE id = ?1");
+    Ok(db.query_row(&sql, [id], epoch_row).optional()?)
+}
+
+pub fn open_epochs(db: &Connection) -> Result<Vec<EpochRow>, Error> {
+    let sql = format!("SELECT {EPOCH_COLS} FROM epochs WHERE state = 'open' ORDER BY pos");
+    let mut st = db.prepare(&sql)?;
+    let rows = st.query_map([], epoch_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The session's newest epoch that is not external and not open.
+pub fn last_epoch(db: &Connection, session: &str) -> Result<Option<EpochRow>, Error> {
+    let sql = format!(
+        "SELECT {EPOCH_COLS} FROM epochs WHERE session = ?1 AND state != 'open' AND kind != 'external'
+         ORDER BY pos DESC LIMIT 1"
+    );
+    Ok(db.query_row(&sql, [session], epoch_row).optional()?)
+}
+
+/// Epochs newest first; `session` filters unless `None`.
+pub fn epochs(db: &Connection, session: Option<&str>, limit: i64) -> Result<Vec<EpochRow>, Error> {
+    let sql = format!(
+        "SELECT {EPOCH_COLS} FROM epochs WHERE (?1 IS NULL OR session = ?1 OR kind = 'external')
+         ORDER BY pos DESC LIMIT ?2"
+    );
+    let mut st = db.prepare(&sql)?;
+    let rows = st.query_map(params![session, limit], epoch_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn change_count(db: &Connection, epoch: &str) -> Result<i64, Error> {
+    Ok(db.query_row(
+        "SELECT count(*) FROM changes WHERE epoch = ?1",
+        [epoch],
+        |r| r.get(0),
+    )?)
+}
+
+const CKPT_COLS: &str =
+    "id, pos, session, message, parent, label, root, payload, pinned, created_ns";
+
+fn ckpt_row(r: &Row) -> rusqlite::Result<CheckpointRow> {
+    let root: Vec<u8> = r.get(6)?;
+    Ok(CheckpointRow {
+        id: r.get(0)?,
+        pos: r.get(1)?,
+        session: r.get(2)?,
+        message: r.get(3)?,
+        parent: r.get(4)?,
+        label: r.get(5)?,
+        root: ObjectId(root.try_into().unwrap_or([0; 32])),
+        payload: r.get(7)?,
+        pinned: r.get(8)?,
+        created_ns: r.get(9)?,
+    })
+}
+
+pub fn insert_checkpoint(db: &Connection, c: &CheckpointRow) -> Result<(), Error> {
+    db.execute(
+        "INSERT INTO checkpoints (id, pos, session, message, parent, label, root, payload, pinned, created_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![c.id, c.pos, c.session, c.message, c.parent, c.label, c.root.0.to_vec(), c.payload, c.pinned, c.created_ns],
+    )?;
+    Ok(())
+}
+
+pub fn checkpoint(db: &Connection, id: &str) -> Result<Option<CheckpointRow>, Error> {
+    let sql = format!("SELECT {CKPT_COLS} FROM checkpoints WHERE id = ?1");
+    Ok(db.query_row(&sql, [id], ckpt_row).optional()?)
+}
+
+pub fn checkpoint_by_message(
+    db: &Connection,
+    session: &str,
+    message: &str,
+) -> Result<Option<CheckpointRow>, Error> {
+    let sql = format!("SELECT {CKPT_COLS} FROM checkpoints WHERE session = ?1 AND message = ?2 ORDER BY pos DESC LIMIT 1");
+    Ok(db
+        .query_row(&sql, [session, message], ckpt_row)
+        .optional()?)
+}
+
+pub fn checkpoints(
+    db: &Connection,
+    session: Option<&str>,
+    limit: i64,
+) -> Result<Vec<CheckpointRow>, Error> {
+    let sql = format!("SELECT {CKPT_COLS} FROM checkpoints WHERE (?1 IS NULL OR session = ?1) ORDER BY pos DESC LIMIT ?2");
+    let mut st = db.prepare(&sql)?;
+    let rows = st.query_map(params![session, limit], ckpt_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Ids (epochs and checkpoints) starting with `prefix`.
+pub fn ids_with_prefix(db: &Connection, prefix: &str) -> Result<Vec<(String, bool)>, Error> {
+    let pattern = format!("{}%", prefix.replace(['%', '_'], ""));
+    let mut st = db.prepare(
+        "SELECT id, 1 FROM epochs WHERE id LIKE ?1 UNION ALL SELECT id, 0 FROM checkpoints WHERE id LIKE ?1 LIMIT 10",
+    )?;
+    let rows = st.query_map([pattern], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The root of the newest whole-tree capture (and its position).
+pub fn latest_snapshot(db: &Connection) -> Result<Option<(ObjectId, i64)>, Error> {
+    Ok(db
+        .query_row(
+            "SELECT root, pos FROM snapshots ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| {
+                let root: Vec<u8> = r.get(0)?;
+                Ok((ObjectId(root.try_into().unwrap_or([0; 32])), r.get(1)?))
+            },
+        )
+        .optional()?)
+}

@@ -1,0 +1,669 @@
+//! Recording: epochs (exact, opaque, external) and checkpoints, attributed per writer.
+//!
+//! The rule that keeps attribution honest: before anything is recorded for a session, whatever
+//! is on disk that differs from the *last known state* (the newest op-log change to the path,
+//! else the stat cache, else the newest whole-tree snapshot) was made by someone else and is
+//! recorded first as an `external` epoch. So the user's edits are never attributed to the agent,
+//! and they are protected like any other change.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Read;
+
+use rewind_store::{EntryKind, ObjectId, Store, Writer};
+
+use crate::capture::{self, Capture};
+use crate::entry::{Change, Entry};
+use crate::fsops::{Present, RootDir};
+use crate::oplog::{self, CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
+use crate::scan::Progress;
+use crate::state::State;
+use crate::workspace::{now_ns, random_hex, Workspace};
+use crate::{failpoint, relpath, Error};
+
+/// What to open.
+#[derive(Clone, Debug, Default)]
+pub struct EpochSpec {
+    pub tool: Option<String>,
+    pub tool_call: Option<String>,
+    /// Declared paths: an exact epoch. Empty: an opaque epoch.
+    pub paths: Vec<Vec<u8>>,
+    /// `None`: owned by the session (open across commands). `Some`: owned by this process.
+    pub process_owned: bool,
+}
+
+/// A settled epoch with its changes.
+#[derive(Clone, Debug)]
+pub struct Settled {
+    pub epoch: EpochRow,
+    pub changes: Vec<Change>,
+}
+
+/// What a whole-tree capture found, attributed.
+pub(crate) struct Found {
+    pub capture: Capture,
+    /// Paths whose disk state differs from the last known state.
+    pub changes: Vec<Change>,
+}
+
+/// This process's identity for ownership of open epochs: pid and start time (pids are reused).
+pub fn this_process() -> Owner {
+    let pid = std::process::id();
+    Owner::Process {
+        pid,
+        start: process_start(pid).unwrap_or(0),
+    }
+}
+
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (starttime), counted after the parenthesised command name.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the owner of an open epoch can still settle it itself.
+pub fn owner_alive(owner: &Owner) -> bool {
+    match *owner {
+        Owner::Session => true,
+        Owner::Process { pid, start } => {
+            // SAFETY: signal 0 only checks for existence.
+            let exists = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            exists && (start == 0 || process_start(pid) == Some(start))
+        }
+    }
+}
+
+/// The entry a path has on disk now. With a writer, its content is stored (a preimage).
+pub(crate) fn disk_entry(
+    root: &RootDir,
+    rel: &[u8],
+    writer: Option<&Writer>,
+    max_size: u64,
+) -> Result<Option<Entry>, Error> {
+    let io = |op, e| Error::Io {
+        op,
+        path: relpath::display(rel).into(),
+        source: e,
+    };
+    match root.lstat(rel).map_err(|e| io("inspecting", e))? {
+        Present::Absent => Ok(None),
+        Present::Dir { mode } => Ok(Some(Entry {
+            kind: EntryKind::Dir,
+            mode,
+            size: 0,
+            id: ObjectId::ZERO,
+        })),
+        Present::Symlink => {
+            let text = root.read_link(rel).map_err(|e| io("reading link", e))?;
+            let id = match writer {
+                Some(w) => w.put_blob(&text)?,
+                None => ObjectId::compute(rewind_store::ObjectKind::Blob, &text),
+            };
+            Ok(Some(Entry {
+                kind: EntryKind::Symlink,
+                mode: 0o777,
+                size: text.len() as u64,
+                id,
+            }))
+        }
+        Present::File { mode } => {
+            let mut file = root.open_read(rel).map_err(|e| io("opening", e))?;
+            let size = file.metadata().map_err(|e| io("inspecting", e))?.len();
+            if size > max_size {
+                return Ok(Some(Entry {
+                    kind: EntryKind::Uncovered,
+                    mode: 0,
+                    size,
+                    id: ObjectId::ZERO,
+                }));
+            }
+            let (id, size) = match writer {
+                Some(w) => w.put_content(&mut file as &mut dyn Read)?,
+                None => rewind_store::content_id(&mut file)?,
+            };
+            Ok(Some(Entry {
+                kind: EntryKind::File,
+                mode,
+                size,
+                id,
+            }))
+        }
+        Present::Other => Ok(Some(Entry {
+            kind: EntryKind::Uncovered,
+            mode: 0,
+            size: 0,
+            id: ObjectId::ZERO,
+        })),
+    }
+}
+
+/// Two states of a path are the same (content, kind and mode; directories by kind and mode).
+pub(crate) fn same(a: &Option<Entry>, b: &Option<Entry>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => x.same_as(y),
+        _ => false,
+    }
+}
+
+/// Looks a path up in a stored tree.
+pub(crate) fn tree_lookup(
+    store: &Store,
+    root: ObjectId,
+    rel: &[u8],
+) -> Result<Option<Entry>, Error> {
+    if root.is_zero() {
+        return Ok(None);
+    }
+    let mut tree = root;
+    let parts: Vec<&[u8]> = rel.split(|b| *b == b'/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let t = store.read_tree(&tree)?;
+        let Some(e) = t.get(part) else {
+            return Ok(None);
+        };
+        if i + 1 == parts.len() {
+            return Ok(Some(Entry::from_tree_entry(e)));
+        }
+        if e.kind != EntryKind::Dir {
+            return Ok(None);
+        }
+        tree = e.id;
+    }
+    Ok(None)
+}
+
+/// The last known state of `rel`, `None` inside meaning absent, outer `None` meaning never seen
+/// (no capture yet).
+fn row_state(r: &oplog::ChangeRow) -> Option<Entry> {
+    if r.pending {
+        r.change.before
+    } else {
+        r.change.after
+    }
+}
+
+impl Workspace {
+    pub(crate) fn rootdir(&self) -> Result<RootDir, Error> {
+        RootDir::open(self.root()).map_err(|e| Error::Io {
+            op: "opening",
+            path: self.root().to_path_buf(),
+            source: e,
+        })
+    }
+
+    fn last_known(&self, rel: &[u8]) -> Result<Option<Option<Entry>>, Error> {
+        if let Some(r) = oplog::latest_change(self.db(), rel, 0)? {
+            return Ok(Some(row_state(&r)));
+        }
+        match oplog::latest_snapshot(self.db())? {
+            Some((root, _)) => Ok(Some(tree_lookup(self.store(), root, rel)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Paths held by open exact epochs (their changes belong to them, not to whoever scans).
+    fn pending_paths(&self) -> Result<HashSet<Vec<u8>>, Error> {
+        let mut out = HashSet::new();
+        for e in oplog::open_epochs(self.db())? {
+            if e.kind == EpochKind::Exact {
+                out.extend(e.paths);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Captures the whole tree and works out which paths differ from the last known state.
+    pub(crate) fn capture_found(&self, progress: Option<&Progress>) -> Result<Found, Error> {
+        let old = State::load(&self.state_path());
+        let capture = self.run_capture(&old, progress)?;
+        let latest = oplog::latest_snapshot(self.db())?;
+        let mut changes = Vec::new();
+        if latest.is_none() && old.is_empty() {
+            // The first capture is the baseline: nothing to attribute.
+            return Ok(Found { capture, changes });
+        }
+        // With no usable cache, the newest snapshot is the baseline.
+        let baseline: Option<BTreeMap<Vec<u8>, Entry>> = if old.is_empty() {
+            let (root, _) = latest.expect("checked above");
+            Some(
+                crate::restore::flatten(self.store(), root)?
+                    .into_iter()
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        let after_pos = if old.is_empty() { 0 } else { old.pos };
+        let mut candidates: BTreeMap<Vec<u8>, Option<Entry>> = BTreeMap::new();
+        match &baseline {
+            Some(base) => {
+                let now: BTreeMap<Vec<u8>, Entry> =
+                    crate::restore::flatten(self.store(), capture.root)?
+                        .into_iter()
+                        .collect();
+                for (p, e) in base {
+                    if now.get(p).is_none_or(|n| !n.same_as(e)) {
+                        candidates.insert(p.clone(), Some(*e));
+                    }
+                }
+                for p in now.keys() {
+                    if !base.contains_key(p) {
+                        candidates.insert(p.clone(), None);
+                    }
+                }
+            }
+            None => {
+                for c in &capture.changes {
+                    candidates.insert(c.path.clone(), c.before);
+                }
+            }
+        }
+        for r in oplog::changes_after(self.db(), after_pos)? {
+            candidates.entry(r.change.path.clone()).or_insert_with(|| {
+                old.get(&r.change.path).map(|s| Entry {
+                    kind: s.kind,
+                    mode: s.mode,
+                    size: s.size,
+                    id: s.id,
+                })
+            });
+        }
+        let pending = self.pending_paths()?;
+        for (path, cached) in candidates {
+            if pending.contains(&path) {
+                continue;
+            }
+            let known = match oplog::latest_change(self.db(), &path, after_pos)? {
+                Some(r) => row_state(&r),
+                None => cached,
+            };
+            let disk = capture.state.get(&path).map(|s| Entry {
+                kind: s.kind,
+                mode: s.mode,
+                size: s.size,
+                id: s.id,
+            });
+            if !same(&known, &disk) {
+                changes.push(Change {
+                    path,
+                    before: known,
+                    after: disk,
+                });
+            }
+        }
+        Ok(Found { capture, changes })
+    }
+
+    /// Records what a capture found: attributed to `into` (an epoch being settled), else to the
+    /// newest live opaque epoch of another writer (its command may be the one writing), else as
+    /// a new external epoch. Also records the snapshot. Call inside a transaction.
+    pub(crate) fn record_found(
+        &self,
+        found: &Found,
+        session: &str,
+        into: Option<&str>,
+    ) -> Result<i64, Error> {
+        let db = self.db();
+        let pos = oplog::next_pos(db)?;
+        if !found.changes.is_empty() {
+            let target = match into {
+                Some(id) => Some(id.to_string()),
+                None => oplog::open_epochs(db)?
+                    .into_iter()
+                    .rev()
+                    .find(|e| e.kind == EpochKind::Opaque && owner_alive(&e.owner))
+                    .map(|e| e.id),
+            };
+            let epoch = match target {
+                Some(id) => id,
+                None => {
+                    let id = random_hex();
+                    oplog::insert_epoch(
+                        db,
+                        &EpochRow {
+                            id: id.clone(),
+                            pos,
+                            session: String::new(),
+                            kind: EpochKind::External,
+                            state: EpochState::Settled,
+                            tool: None,
+                            tool_call: None,
+                            message: None,
+                            owner: Owner::Session,
+                            paths: Vec::new(),
+                            pre_root: None,
+                            recovered: false,
+                            note: Some(format!("found by session {session}")),
+                            created_ns: now_ns(),
+                            settled_ns: Some(now_ns()),
+                        },
+                    )?;
+                    id
+                }
+            };
+            for c in &found.changes {
+                oplog::insert_change(db, &epoch, pos, c, false)?;
+            }
+        }
+        db.execute(
+            "INSERT INTO snapshots (root, created_ns, label, pos) VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![found.capture.root.0.as_slice(), now_ns(), session, pos],
+        )?;
+        Ok(pos)
+    }
+
+    /// Saves the stat cache after the op log recorded everything it implies.
+    pub(crate) fn save_state(&self, found: &mut Found) -> Result<(), Error> {
+        found.capture.state.pos = oplog::last_pos(self.db())?;
+        found.capture.state.save(&self.state_path())
+    }
+
+    fn in_tx<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        self.db().execute_batch("BEGIN IMMEDIATE")?;
+        match f() {
+            Ok(v) => {
+                self.db().execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.db().execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn transaction<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        self.in_tx(f)
+    }
+
+    /// Opens an epoch for `session`. Anything found changed since the last known state is
+    /// recorded as external first; the preimage is durable before this returns.
+    pub fn begin_epoch(&self, session: &str, spec: &EpochSpec) -> Result<EpochRow, Error> {
+        let _lock = self.lock(crate::lock::default_wait(), "epoch begin")?;
+        self.recover_locked()?;
+        self.settle_session_epochs(session)?;
+        let owner = if spec.process_owned {
+            this_process()
+        } else {
+            Owner::Session
+        };
+        let id = random_hex();
+        let now = now_ns();
+        let mut row = EpochRow {
+            id: id.clone(),
+            pos: 0,
+            session: session.to_string(),
+            kind: if spec.paths.is_empty() {
+                EpochKind::Opaque
+            } else {
+                EpochKind::Exact
+            },
+            state: EpochState::Open,
+            tool: spec.tool.clone(),
+            tool_call: spec.tool_call.clone(),
+            message: None,
+            owner,
+            paths: spec.paths.clone(),
+            pre_root: None,
+            recovered: false,
+            note: None,
+            created_ns: now,
+            settled_ns: None,
+        };
+        for p in &spec.paths {
+            relpath::check(p)?;
+        }
+        if spec.paths.is_empty() {
+            let mut found = self.capture_found(None)?;
+            row.pre_root = Some(found.capture.root);
+            self.in_tx(|| {
+                oplog::ensure_session(self.db(), session, now)?;
+                self.record_found(&found, session, None)?;
+                row.pos = oplog::next_pos(self.db())?;
+                row.message = oplog::session_head(self.db(), session)?;
+                oplog::insert_epoch(self.db(), &row)
+            })?;
+            self.save_state(&mut found)?;
+        } else {
+            let root = self.rootdir()?;
+            let writer = self.store().writer()?;
+            let max = self.config().capture.max_file_size();
+            let mut disk = Vec::new();
+            for p in &spec.paths {
+                disk.push(disk_entry(&root, p, Some(&writer), max)?);
+            }
+            writer.commit()?;
+            let mut external = Vec::new();
+            for (p, now_entry) in spec.paths.iter().zip(&disk) {
+                if let Some(known) = self.last_known(p)? {
+                    if !same(&known, now_entry) {
+                        external.push(Change {
+                            path: p.clone(),
+                            before: known,
+                            after: *now_entry,
+                        });
+                    }
+                }
+            }
+            self.in_tx(|| {
+                oplog::ensure_session(self.db(), session, now)?;
+                if !external.is_empty() {
+                    let ext_id = random_hex();
+                    let pos = oplog::next_pos(self.db())?;
+                    oplog::insert_epoch(
+                        self.db(),
+                        &EpochRow {
+                            id: ext_id.clone(),
+                            pos,
+                            session: String::new(),
+                            kind: EpochKind::External,
+                            state: EpochState::Settled,
+                            owner: Owner::Session,
+                            paths: Vec::new(),
+                            note: Some(format!("found by session {session}")),
+                            settled_ns: Some(now),
+                            tool: None,
+                            tool_call: None,
+                            message: None,
+                            pre_root: None,
+                            recovered: false,
+                            created_ns: now,
+                        },
+                    )?;
+                    for c in &external {
+                        oplog::insert_change(self.db(), &ext_id, pos, c, false)?;
+                    }
+                }
+                row.pos = oplog::next_pos(self.db())?;
+                row.message = oplog::session_head(self.db(), session)?;
+                oplog::insert_epoch(self.db(), &row)?;
+                for (p, pre) in spec.paths.iter().zip(&disk) {
+                    let c = Change {
+                        path: p.clone(),
+                        before: *pre,
+                        after: None,
+                    };
+                    oplog::insert_change(self.db(), &id, row.pos, &c, true)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(row)
+    }
+
+    /// Settles (or aborts) an open epoch: the session's newest open one, or the named one.
+    pub fn end_epoch(
+        &self,
+        session: &str,
+        id: Option<&str>,
+        abort: bool,
+    ) -> Result<Settled, Error> {
+        let _lock = self.lock(crate::lock::default_wait(), "epoch end")?;
+        self.recover_locked()?;
+        let open = oplog::open_epochs(self.db())?;
+        let epoch = match id {
+            Some(id) => {
+                let full = self.resolve_epoch_id(id)?;
+                open.into_iter().find(|e| e.id == full).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "epoch {id} is not open (it was already settled or aborted)"
+                    ))
+                })?
+            }
+            None => open
+                .into_iter()
+                .rev()
+                .find(|e| e.session == session)
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "session {session} has no open epoch; open one with `rewind epoch begin`"
+                    ))
+                })?,
+        };
+        let state = if abort {
+            EpochState::Aborted
+        } else {
+            EpochState::Settled
+        };
+        self.settle_locked(&epoch, state, false)
+    }
+
+    /// Settles an open epoch (caller holds the lock).
+    pub(crate) fn settle_locked(
+        &self,
+        epoch: &EpochRow,
+        state: EpochState,
+        recovered: bool,
+    ) -> Result<Settled, Error> {
+        let now = now_ns();
+        match epoch.kind {
+            EpochKind::Exact => {
+                let root = self.rootdir()?;
+                let writer = self.store().writer()?;
+                let max = self.config().capture.max_file_size();
+                let pending = oplog::epoch_changes(self.db(), &epoch.id)?;
+                let mut posts = Vec::new();
+                for r in &pending {
+                    posts.push(disk_entry(&root, &r.change.path, Some(&writer), max)?);
+                }
+                writer.commit()?;
+                failpoint::hit("settle-before-record");
+                self.in_tx(|| {
+                    let pos = oplog::next_pos(self.db())?;
+                    for (r, post) in pending.iter().zip(&posts) {
+                        if same(&r.change.before, post) {
+                            oplog::delete_change(self.db(), &epoch.id, &r.change.path)?;
+                        } else {
+                            let c = Change {
+                                path: r.change.path.clone(),
+                                before: r.change.before,
+                                after: *post,
+                            };
+                            oplog::insert_change(self.db(), &epoch.id, pos, &c, false)?;
+                        }
+                    }
+                    oplog::settle_epoch(self.db(), &epoch.id, state, recovered, now)
+                })?;
+            }
+            _ => {
+                let mut found = self.capture_found(None)?;
+                failpoint::hit("settle-before-record");
+                self.in_tx(|| {
+                    self.record_found(&found, &epoch.session, Some(&epoch.id))?;
+                    oplog::settle_epoch(self.db(), &epoch.id, state, recovered, now)
+                })?;
+                self.save_state(&mut found)?;
+            }
+        }
+        let row = oplog::epoch(self.db(), &epoch.id)?.expect("just settled");
+        let changes = oplog::epoch_changes(self.db(), &epoch.id)?
+            .into_iter()
+            .map(|r| r.change)
+            .collect();
+        Ok(Settled {
+            epoch: row,
+            changes,
+        })
+    }
+
+    /// Settles the session's own open epochs (from `epoch begin`) before it moves on; they are
+    /// marked recovered, since nobody ended them.
+    pub(crate) fn settle_session_epochs(&self, session: &str) -> Result<(), Error> {
+        for e in oplog::open_epochs(self.db())? {
+            if e.session == session && e.owner == Owner::Session {
+                self.settle_locked(&e, EpochState::Settled, true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks a turn boundary for `session`, bound to conversation node `message` (its parent
+    /// defaults to the session head). Costs no capture when nothing was recorded since the last
+    /// whole-tree capture.
+    pub fn checkpoint(
+        &self,
+        session: &str,
+        message: Option<&str>,
+        parent: Option<&str>,
+        label: Option<&str>,
+        payload: Option<Vec<u8>>,
+    ) -> Result<CheckpointRow, Error> {
+        let _lock = self.lock(crate::lock::default_wait(), "checkpoint")?;
+        self.recover_locked()?;
+        self.settle_session_epochs(session)?;
+        let now = now_ns();
+        let latest = oplog::latest_snapshot(self.db())?;
+        let last = oplog::last_pos(self.db())?;
+        let mut found = match latest {
+            Some((_, pos)) if pos >= last => None,
+            _ => Some(self.capture_found(None)?),
+        };
+        let root = match (&found, latest) {
+            (Some(f), _) => f.capture.root,
+            (None, Some((root, _))) => root,
+            (None, None) => ObjectId::ZERO,
+        };
+        let row = self.in_tx(|| {
+            oplog::ensure_session(self.db(), session, now)?;
+            if let Some(f) = &found {
+                self.record_found(f, session, None)?;
+            }
+            let head = oplog::session_head(self.db(), session)?;
+            let parent = parent.map(str::to_string).or(head);
+            if let Some(m) = message {
+                oplog::add_node(self.db(), session, m, parent.as_deref(), now)?;
+                oplog::set_head(self.db(), session, Some(m))?;
+            }
+            let row = CheckpointRow {
+                id: random_hex(),
+                pos: oplog::next_pos(self.db())?,
+                session: session.to_string(),
+                message: message.map(str::to_string),
+                parent,
+                label: label.map(str::to_string),
+                root,
+                payload: payload.clone(),
+                pinned: false,
+                created_ns: now,
+            };
+            oplog::insert_checkpoint(self.db(), &row)?;
+            Ok(row)
+        })?;
+        if let Some(f) = &mut found {
+            self.save_state(f)?;
+        }
+        Ok(row)
+    }
+
+    pub(crate) fn run_capture(
+        &self,
+        old: &State,
+        progress: Option<&Progress>,
+    ) -> Result<Capture, Error> {
+        let skip = [self.state_dir().to_path_buf()];
+        let opts = self.capture_options(&skip, progress);
+        capture::capture(self.root(), self.store(), old, &opts)
+    }
+}

@@ -1,0 +1,725 @@
+//! Rewinding: restore a session to a checkpoint, undo an epoch, and the write-ahead journal
+//! that makes both crash-safe.
+//!
+//! A restore is planned, shown (a dry run computes the same plan and writes nothing), persisted
+//! with a `restore` epoch in one transaction (write-ahead: every byte it will overwrite is
+//! already in the store), then applied path by path. Each step is "make this path be that
+//! entry" and is applied only if the path is still what the plan expected, so re-applying after
+//! a crash converges and never overwrites a later edit. The epoch, its changes, the session head
+//! and the journal's completion are committed in one transaction at the end.
+
+use std::time::{Duration, Instant};
+
+use rewind_store::{EntryKind, ObjectId};
+use serde::Serialize;
+
+use crate::entry::{Change, Entry, EntryView};
+use crate::oplog::{self, CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
+use crate::record::{disk_entry, same, this_process};
+use crate::restore::{self, ApplyOptions, RestorePlan, Skipped};
+use crate::workspace::{now_ns, random_hex, Workspace};
+use crate::{failpoint, relpath, Error};
+
+/// What a restore moves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Files and the session head.
+    #[default]
+    Both,
+    FilesOnly,
+    HeadOnly,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RewindOptions {
+    pub dry_run: bool,
+    pub force: bool,
+    /// Make the whole workspace (or `paths`) equal to the target's tree, whoever changed it.
+    pub all: bool,
+    pub mode: Mode,
+    /// Limit to these workspace-relative paths (and what is under them).
+    pub paths: Vec<Vec<u8>>,
+    /// How long to wait for a running tool call of the session to finish.
+    pub wait: Option<Duration>,
+}
+
+/// A resolved restore target.
+#[derive(Clone, Debug)]
+pub enum Target {
+    Checkpoint(CheckpointRow),
+    /// "Just before this epoch".
+    Epoch(EpochRow),
+}
+
+impl Target {
+    pub fn id(&self) -> &str {
+        match self {
+            Target::Checkpoint(c) => &c.id,
+            Target::Epoch(e) => &e.id,
+        }
+    }
+    /// Changes at positions after this are undone.
+    fn after_pos(&self) -> i64 {
+        match self {
+            Target::Checkpoint(c) => c.pos,
+            Target::Epoch(e) => e.pos - 1,
+        }
+    }
+}
+
+/// A path whose current state is not what the rewound epochs left there.
+#[derive(Clone, Debug, Serialize)]
+pub struct Conflict {
+    #[serde(serialize_with = "crate::serde_path")]
+    pub path: Vec<u8>,
+    pub expected: Option<EntryView>,
+    pub current: Option<EntryView>,
+    /// Who changed it since, if the op log knows.
+    pub changed_by: String,
+}
+
+/// What a restore or undo did, or (dry run) would do.
+#[derive(Clone, Debug, Default)]
+pub struct RewindOutcome {
+    pub steps: Vec<Change>,
+    pub conflicts: Vec<Conflict>,
+    pub skipped: Vec<Skipped>,
+    /// Whether files were changed (false for dry runs and refusals).
+    pub applied: bool,
+    /// The `restore` epoch that records it.
+    pub epoch: Option<String>,
+    /// The session head after the restore.
+    pub head: Option<String>,
+    pub payload: Option<Vec<u8>>,
+    pub kept: Vec<Skipped>,
+}
+
+impl Workspace {
+    /// Resolves an id prefix (epoch or checkpoint) or a message id of the session.
+    pub fn resolve(&self, session: &str, text: &str) -> Result<Target, Error> {
+        let ids = oplog::ids_with_prefix(self.db(), text)?;
+        let exact: Vec<_> = ids.iter().filter(|(id, _)| id == text).collect();
+        let pick = if exact.len() == 1 {
+            vec![exact[0].clone()]
+        } else {
+            ids.clone()
+        };
+        match pick.as_slice() {
+            [(id, true)] => {
+                return Ok(Target::Epoch(oplog::epoch(self.db(), id)?.expect("listed")))
+            }
+            [(id, false)] => {
+                return Ok(Target::Checkpoint(
+                    oplog::checkpoint(self.db(), id)?.expect("listed"),
+                ))
+            }
+            [] => {}
+            many => {
+                return Err(Error::Usage(format!(
+                    "{text} is ambiguous: it starts {}; give more characters",
+                    many.iter()
+                        .map(|(i, _)| i.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+        }
+        if let Some(c) = oplog::checkpoint_by_message(self.db(), session, text)? {
+            return Ok(Target::Checkpoint(c));
+        }
+        Err(self.unknown_id(text))
+    }
+
+    pub(crate) fn resolve_epoch_id(&self, text: &str) -> Result<String, Error> {
+        match self.resolve("", text)? {
+            Target::Epoch(e) => Ok(e.id),
+            Target::Checkpoint(c) => Err(Error::Usage(format!(
+                "{} is a checkpoint, not an epoch",
+                c.id
+            ))),
+        }
+    }
+
+    /// An unknown id, naming the workspace it belongs to if it is another one.
+    fn unknown_id(&self, text: &str) -> Error {
+        if let Some(other) = crate::workspace::find_in_other_workspaces(self, text) {
+            return Error::Unknown(format!(
+                "{text} belongs to another workspace ({other}), not to {}; run the command there",
+                self.root().display()
+            ));
+        }
+        Error::Unknown(format!(
+            "no checkpoint, epoch or message {text:?} in this workspace; `rewind log` lists them"
+        ))
+    }
+
+    /// Restores `session` to `target` (see DESIGN.md "Rewind semantics").
+    pub fn restore(
+        &self,
+        session: &str,
+        target: &Target,
+        opts: &RewindOptions,
+    ) -> Result<RewindOutcome, Error> {
+        for p in &opts.paths {
+            relpath::check(p)?;
+        }
+        let _lock = self.lock_when_session_idle(session, opts.wait)?;
+        self.recover_locked()?;
+        if !opts.dry_run {
+            self.settle_session_epochs(session)?;
+        }
+        let head = match target {
+            Target::Checkpoint(c) if opts.mode != Mode::FilesOnly => c.message.clone(),
+            _ => oplog::session_head(self.db(), session)?,
+        };
+        let payload = match target {
+            Target::Checkpoint(c) => c.payload.clone(),
+            Target::Epoch(_) => None,
+        };
+        if opts.mode == Mode::HeadOnly {
+            if !opts.dry_run {
+                self.transaction(|| {
+                    oplog::ensure_session(self.db(), session, now_ns())?;
+                    oplog::set_head(self.db(), session, head.as_deref())
+                })?;
+            }
+            return Ok(RewindOutcome {
+                head,
+                payload,
+                applied: !opts.dry_run,
+                ..Default::default()
+            });
+        }
+        let mut out = if opts.all {
+            self.plan_all(session, target, opts)?
+        } else {
+            let rows = oplog::session_changes_after(self.db(), session, target.after_pos())?;
+            self.plan_undo(rows.into_iter().map(|r| r.change).collect(), opts)?
+        };
+        out.head = head;
+        out.payload = payload;
+        self.finish(session, out, opts, target.id())
+    }
+
+    /// Undoes one epoch of the session (its newest by default). Undoing a restore is redo.
+    pub fn undo(
+        &self,
+        session: &str,
+        epoch: Option<&str>,
+        opts: &RewindOptions,
+    ) -> Result<RewindOutcome, Error> {
+        let _lock = self.lock_when_session_idle(session, opts.wait)?;
+        self.recover_locked()?;
+        if !opts.dry_run {
+            self.settle_session_epochs(session)?;
+        }
+        let e = match epoch {
+            Some(id) => {
+                let full = self.resolve_epoch_id(id)?;
+                oplog::epoch(self.db(), &full)?.expect("resolved")
+            }
+            None => oplog::last_epoch(self.db(), session)?
+                .ok_or_else(|| Error::Usage(format!("session {session} has no epoch to undo")))?,
+        };
+        if e.state == EpochState::Open {
+            return Err(Error::Usage(format!(
+                "epoch {} is still open; end it first",
+                e.id
+            )));
+        }
+        let rows = oplog::epoch_changes(self.db(), &e.id)?;
+        let mut out = self.plan_undo(rows.into_iter().map(|r| r.change).collect(), opts)?;
+        out.head = oplog::session_head(self.db(), session)?;
+        self.finish(
+            session,
+            out,
+            &RewindOptions {
+                mode: Mode::FilesOnly,
+                ..opts.clone()
+            },
+            &e.id,
+        )
+    }
+
+    /// Waits (bounded) until no live process holds an open epoch of the session, then returns
+    /// with the lock held.
+    fn lock_when_session_idle(
+        &self,
+        session: &str,
+        wait: Option<Duration>,
+    ) -> Result<crate::WorkspaceLock, Error> {
+        let wait = wait.unwrap_or_else(crate::lock::default_wait);
+        let deadline = Instant::now() + wait;
+        loop {
+            let lock = self.lock(
+                deadline.saturating_duration_since(Instant::now()),
+                "restore",
+            )?;
+            let busy = oplog::open_epochs(self.db())?.into_iter().find(|e| {
+                e.session == session
+                    && matches!(e.owner, Owner::Process { pid, .. } if pid != std::process::id())
+                    && crate::record::owner_alive(&e.owner)
+            });
+            let Some(e) = busy else { return Ok(lock) };
+            drop(lock);
+            if Instant::now() >= deadline {
+                let pid = match e.owner {
+                    Owner::Process { pid, .. } => pid,
+                    Owner::Session => 0,
+                };
+                return Err(Error::Busy {
+                    holder: format!(
+                        "a tool call of session {session} is still running (epoch {}, pid {pid})",
+                        e.id
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Session scope: for each path the changes touched, go back to the `pre` of the earliest
+    /// change, provided the path is still the `post` of the latest.
+    fn plan_undo(
+        &self,
+        changes: Vec<Change>,
+        opts: &RewindOptions,
+    ) -> Result<RewindOutcome, Error> {
+        let mut per_path: std::collections::BTreeMap<Vec<u8>, (Option<Entry>, Option<Entry>)> =
+            Default::default();
+        for c in changes {
+            if !in_scope(&c.path, &opts.paths) {
+                continue;
+            }
+            per_path
+                .entry(c.path)
+                .and_modify(|v| v.1 = c.after)
+                .or_insert((c.before, c.after));
+        }
+        let root = self.rootdir()?;
+        let max = self.config().capture.max_file_size();
+        let mut out = RewindOutcome::default();
+        for (path, (target, expected)) in per_path {
+            if target.is_some_and(|t| t.kind == EntryKind::Uncovered) {
+                out.skipped.push(Skipped {
+                    path,
+                    reason: "cannot restore: its content was never captured".into(),
+                });
+                continue;
+            }
+            let current = disk_entry(&root, &path, None, max)?;
+            if same(&current, &target) {
+                continue;
+            }
+            if same(&current, &expected) {
+                out.steps.push(Change {
+                    path,
+                    before: current,
+                    after: target,
+                });
+            } else if opts.force {
+                if current.is_some_and(|c| c.kind == EntryKind::Uncovered) {
+                    out.skipped.push(Skipped {
+                        path,
+                        reason: "left as it is: its current content is not captured".into(),
+                    });
+                    continue;
+                }
+                out.conflicts.push(self.conflict(&path, expected, current)?);
+                out.steps.push(Change {
+                    path,
+                    before: current,
+                    after: target,
+                });
+            } else {
+                out.conflicts.push(self.conflict(&path, expected, current)?);
+            }
+        }
+        order_steps(&mut out.steps);
+        Ok(out)
+    }
+
+    fn conflict(
+        &self,
+        path: &[u8],
+        expected: Option<Entry>,
+        current: Option<Entry>,
+    ) -> Result<Conflict, Error> {
+        let latest = oplog::latest_change(self.db(), path, 0)?;
+        let changed_by = match latest.filter(|r| same(&r.change.after, &current)) {
+            Some(r) => match oplog::epoch(self.db(), &r.epoch)? {
+                Some(e) if e.kind == EpochKind::External => {
+                    format!("external change (epoch {})", e.id)
+                }
+                Some(e) => format!("session {} ({} epoch {})", e.session, e.kind.as_str(), e.id),
+                None => "unknown".into(),
+            },
+            None => "an edit not recorded yet (made outside any epoch)".into(),
+        };
+        Ok(Conflict {
+            path: path.to_vec(),
+            expected: expected.as_ref().map(EntryView::from),
+            current: current.as_ref().map(EntryView::from),
+            changed_by,
+        })
+    }
+
+    /// `--all`: the whole workspace (or the paths) to the target's tree; no conflict check.
+    fn plan_all(
+        &self,
+        session: &str,
+        target: &Target,
+        opts: &RewindOptions,
+    ) -> Result<RewindOutcome, Error> {
+        let tree = match target {
+            Target::Checkpoint(c) => c.root,
+            Target::Epoch(e) => e.pre_root.ok_or_else(|| {
+                Error::Usage(format!(
+                    "--all needs a whole-tree state, and {} epoch {} has none; give a checkpoint instead",
+                    e.kind.as_str(),
+                    e.id
+                ))
+            })?,
+        };
+        let mut found = self.capture_found(None)?;
+        if !opts.dry_run {
+            self.transaction(|| self.record_found(&found, session, None).map(drop))?;
+            self.save_state(&mut found)?;
+        }
+        let plan: RestorePlan = restore::plan(self.store(), found.capture.root, tree, &opts.paths)?;
+        Ok(RewindOutcome {
+            steps: plan.steps,
+            skipped: plan.skipped,
+            ..Default::default()
+        })
+    }
+
+    /// Refuses on conflicts, returns dry runs, else journals, applies and records.
+    fn finish(
+        &self,
+        session: &str,
+        mut out: RewindOutcome,
+        opts: &RewindOptions,
+        target: &str,
+    ) -> Result<RewindOutcome, Error> {
+        if (!out.conflicts.is_empty() && !opts.force) || opts.dry_run {
+            return Ok(out);
+        }
+        // Never under a tool that is writing one of these paths right now.
+        for e in oplog::open_epochs(self.db())? {
+            let live = crate::record::owner_alive(&e.owner);
+            if let Some(p) = e
+                .paths
+                .iter()
+                .find(|p| live && out.steps.iter().any(|s| &s.path == *p))
+            {
+                return Err(Error::Busy {
+                    holder: format!(
+                        "session {} is writing {} right now (epoch {}); retry when it is done",
+                        e.session,
+                        relpath::display(p),
+                        e.id
+                    ),
+                });
+            }
+        }
+        let root = self.rootdir()?;
+        // Write-ahead: what each step overwrites must be in the store before it is touched.
+        let writer = self.store().writer()?;
+        let max = self.config().capture.max_file_size();
+        for step in &out.steps {
+            if let Some(b) = step.before {
+                if matches!(b.kind, EntryKind::File | EntryKind::Symlink)
+                    && !self.store().has(&b.id)?
+                {
+                    disk_entry(&root, &step.path, Some(&writer), max)?;
+                }
+            }
+        }
+        writer.commit()?;
+        let epoch_id = random_hex();
+        let now = now_ns();
+        let move_head = opts.mode != Mode::FilesOnly;
+        self.transaction(|| {
+            oplog::ensure_session(self.db(), session, now)?;
+            let pos = oplog::next_pos(self.db())?;
+            oplog::insert_epoch(
+                self.db(),
+                &EpochRow {
+                    id: epoch_id.clone(),
+                    pos,
+                    session: session.to_string(),
+                    kind: EpochKind::Restore,
+                    state: EpochState::Open,
+                    tool: Some("restore".into()),
+                    tool_call: None,
+                    message: oplog::session_head(self.db(), session)?,
+                    owner: this_process(),
+                    paths: Vec::new(),
+                    pre_root: None,
+                    recovered: false,
+                    note: Some(format!("restore to {target}")),
+                    created_ns: now,
+                    settled_ns: None,
+                },
+            )?;
+            self.db().execute(
+                "INSERT INTO journal (epoch, session, plan, head, move_head, state, created_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'applying', ?6)",
+                rusqlite::params![
+                    epoch_id,
+                    session,
+                    encode_plan(&out.steps),
+                    out.head,
+                    move_head,
+                    now
+                ],
+            )?;
+            Ok(())
+        })?;
+        failpoint::hit("restore-after-journal");
+        let applied = self.apply_journal(&epoch_id)?;
+        out.kept = applied;
+        out.applied = true;
+        out.epoch = Some(epoch_id);
+        Ok(out)
+    }
+
+    /// Applies (or re-applies, after a crash) a journalled restore and commits its result.
+    fn apply_journal(&self, epoch_id: &str) -> Result<Vec<Skipped>, Error> {
+        let (session, plan, head, move_head): (String, Vec<u8>, Option<String>, bool) = self.db().query_row(
+            "SELECT session, plan, head, move_head FROM journal WHERE epoch = ?1 AND state = 'applying'",
+            [epoch_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        let steps = decode_plan(&plan)
+            .ok_or_else(|| Error::Usage(format!("restore journal of {epoch_id} is damaged")))?;
+        let root = self.rootdir()?;
+        let max = self.config().capture.max_file_size();
+        // Only steps whose path is still what the plan expected; already-applied ones are done.
+        let mut todo = Vec::new();
+        let mut done = Vec::new();
+        let mut left = Vec::new();
+        for s in steps {
+            let current = disk_entry(&root, &s.path, None, max)?;
+            if same(&current, &s.after) {
+                done.push(s);
+            } else if same(&current, &s.before)
+                || (s.after.is_some_and(|a| a.kind == EntryKind::Dir)
+                    && current.is_some_and(|c| c.kind == EntryKind::Dir))
+            {
+                todo.push(s);
+            } else {
+                left.push(Skipped {
+                    path: s.path.clone(),
+                    reason:
+                        "changed by someone else while the restore was interrupted; left as it is"
+                            .into(),
+                });
+            }
+        }
+        let applied = restore::apply(
+            &root,
+            self.store(),
+            &RestorePlan {
+                steps: todo.clone(),
+                skipped: Vec::new(),
+            },
+            &ApplyOptions { durable: true },
+        )?;
+        failpoint::hit("restore-before-done");
+        let now = now_ns();
+        self.transaction(|| {
+            let pos = oplog::next_pos(self.db())?;
+            for s in done.iter().chain(&todo) {
+                oplog::insert_change(self.db(), epoch_id, pos, s, false)?;
+            }
+            oplog::settle_epoch(self.db(), epoch_id, EpochState::Settled, false, now)?;
+            if move_head {
+                oplog::set_head(self.db(), &session, head.as_deref())?;
+            }
+            self.db().execute(
+                "UPDATE journal SET state = 'done' WHERE epoch = ?1",
+                [epoch_id],
+            )?;
+            Ok(())
+        })?;
+        let mut kept = applied.kept;
+        kept.extend(left);
+        Ok(kept)
+    }
+
+    /// Finishes interrupted work: rolls journalled restores forward, then settles epochs whose
+    /// owning process died (their changes attributed to them, marked recovered). Every mutating
+    /// command calls this first, under the lock.
+    pub(crate) fn recover_locked(&self) -> Result<Recovered, Error> {
+        let mut rec = Recovered::default();
+        let pending: Vec<String> = {
+            let mut st = self
+                .db()
+                .prepare("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        for epoch in pending {
+            self.apply_journal(&epoch)?;
+            rec.restores.push(epoch);
+        }
+        for e in oplog::open_epochs(self.db())? {
+            if matches!(e.owner, Owner::Process { .. }) && !crate::record::owner_alive(&e.owner) {
+                self.settle_locked(&e, EpochState::Settled, true)?;
+                rec.epochs.push(e.id);
+            }
+        }
+        Ok(rec)
+    }
+
+    /// `rewind recover`: the same, explicitly.
+    pub fn recover(&self) -> Result<Recovered, Error> {
+        let _lock = self.lock(crate::lock::default_wait(), "recover")?;
+        self.recover_locked()
+    }
+}
+
+/// What `recover` finished.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Recovered {
+    /// Restores rolled forward (their epochs).
+    pub restores: Vec<String>,
+    /// Epochs of dead processes settled.
+    pub epochs: Vec<String>,
+}
+
+fn in_scope(path: &[u8], scope: &[Vec<u8>]) -> bool {
+    scope.is_empty()
+        || scope.iter().any(|s| {
+            path == s.as_slice() || (path.starts_with(s) && path.get(s.len()) == Some(&b'/'))
+        })
+}
+
+/// Removals deepest first, then everything else parents first.
+fn order_steps(steps: &mut [Change]) {
+    let depth = |p: &[u8]| p.iter().filter(|b| **b == b'/').count();
+    steps.sort_by(|a, b| {
+        let (ra, rb) = (a.after.is_none(), b.after.is_none());
+        match (ra, rb) {
+            (true, false) => std::cmp::Ordering::Less,
+            (false, true) => std::cmp::Ordering::Greater,
+            (true, true) => depth(&b.path)
+                .cmp(&depth(&a.path))
+                .then(b.path.cmp(&a.path)),
+            (false, false) => depth(&a.path)
+                .cmp(&depth(&b.path))
+                .then(a.path.cmp(&b.path)),
+        }
+    });
+}
+
+fn put_entry(out: &mut Vec<u8>, e: &Option<Entry>) {
+    match e {
+        None => out.push(0),
+        Some(e) => {
+            out.push(e.kind as u8);
+            out.extend_from_slice(&e.mode.to_le_bytes());
+            out.extend_from_slice(&e.size.to_le_bytes());
+            out.extend_from_slice(&e.id.0);
+        }
+    }
+}
+
+/// Journal plan encoding: `u32` count, then per step `u32` path length, path, and two entries
+/// (`u8` kind, 0 = absent; then `u32` mode, `u64` size, 32-byte id).
+fn encode_plan(steps: &[Change]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(steps.len() as u32).to_le_bytes());
+    for s in steps {
+        out.extend_from_slice(&(s.path.len() as u32).to_le_bytes());
+        out.extend_from_slice(&s.path);
+        put_entry(&mut out, &s.before);
+        put_entry(&mut out, &s.after);
+    }
+    out
+}
+
+fn decode_plan(data: &[u8]) -> Option<Vec<Change>> {
+    let mut pos = 0usize;
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let s = data.get(pos..pos + n)?;
+        pos += n;
+        Some(s)
+    };
+    let n = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
+    let mut steps = Vec::with_capacity(n.min(1 << 20));
+    for _ in 0..n {
+        let len = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
+        let path = take(len)?.to_vec();
+        let mut entries = [None, None];
+        for slot in &mut entries {
+            let kind = take(1)?[0];
+            if kind != 0 {
+                let mode = u32::from_le_bytes(take(4)?.try_into().ok()?);
+                let size = u64::from_le_bytes(take(8)?.try_into().ok()?);
+                let id = ObjectId(take(32)?.try_into().ok()?);
+                *slot = Some(Entry {
+                    kind: EntryKind::from_u8(kind)?,
+                    mode,
+                    size,
+                    id,
+                });
+            }
+        }
+        steps.push(Change {
+            path,
+            before: entries[0],
+            after: entries[1],
+        });
+    }
+    Some(steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_encoding_round_trips_and_orders() {
+        let f = Entry {
+            kind: EntryKind::File,
+            mode: 0o644,
+            size: 3,
+            id: ObjectId([9; 32]),
+        };
+        let d = Entry {
+            kind: EntryKind::Dir,
+            mode: 0o755,
+            size: 0,
+            id: ObjectId::ZERO,
+        };
+        let mut steps = vec![
+            Change {
+                path: b"a/b".to_vec(),
+                before: None,
+                after: Some(f),
+            },
+            Change {
+                path: b"a".to_vec(),
+                before: None,
+                after: Some(d),
+            },
+            Change {
+                path: b"x".to_vec(),
+                before: Some(d),
+                after: None,
+            },
+            Change {
+                path: b"x/y".to_vec(),
+                before: Some(f),
+                after: None,
+            },
+        ];
+        order_steps(&mut steps);
+        let order: Vec<&[u8]> = steps.iter().map(|s| s.path.as_slice()).collect();
+        assert_eq!(order, vec![&b"x/y"[..], b"x", b"a", b"a/b"]);
+        assert_eq!(decode_plan(&encode_plan(&steps)).unwrap(), steps);
+    }
+}

@@ -1,0 +1,78 @@
+//! Checking the whole store: every object of every indexed pack is read, decompressed,
+//! hashed and decoded. Read-only: repairs are a decision for the caller, who knows which
+//! checkpoints the lost objects belong to.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io;
+
+use crate::chunk::FileObject;
+use crate::pack::{self, Entry, ReadError};
+use crate::{Error, FsckProblem, FsckReport, ObjectKind, Result, Store, Tree};
+
+pub(crate) fn run(store: &Store) -> Result<FsckReport> {
+    let mut report = FsckReport::default();
+    let mut indexed = HashSet::new();
+    for row in store.index.packs()? {
+        let entries = store.index.pack_objects(row.id)?;
+        let path = pack::pack_path(&store.packs_dir, &row.name);
+        indexed.insert(row.name.clone());
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                report.problems.push(FsckProblem::MissingPack {
+                    pack: row.name,
+                    objects: entries.iter().map(|e| e.id).collect(),
+                });
+                continue;
+            }
+            Err(source) => {
+                return Err(Error::Io {
+                    op: "open pack",
+                    path,
+                    source,
+                })
+            }
+        };
+        report.packs_checked += 1;
+        for e in &entries {
+            report.objects_checked += 1;
+            if let Err(reason) = check_object(&file, e) {
+                report.problems.push(FsckProblem::Corrupt {
+                    id: e.id,
+                    kind: e.kind,
+                    pack: row.name.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+    // Packs on disk but not indexed are orphans the next `Store::open` adopts, unless their
+    // trailer cannot be read: then nothing will ever find their objects.
+    let mut orphans = pack::packs_on_disk(&store.packs_dir)?;
+    orphans.sort();
+    for name in orphans.into_iter().filter(|n| !indexed.contains(n)) {
+        let path = pack::pack_path(&store.packs_dir, &name);
+        let trailer = File::open(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|f| pack::read_trailer(&f));
+        if let Err(reason) = trailer {
+            report
+                .problems
+                .push(FsckProblem::UnreadablePack { pack: name, reason });
+        }
+    }
+    Ok(report)
+}
+
+fn check_object(file: &File, e: &Entry) -> Result<(), String> {
+    let raw = pack::read_object(file, e).map_err(|err| match err {
+        ReadError::Corrupt(reason) => reason,
+        ReadError::Io(err) => format!("read error: {err}"),
+    })?;
+    match e.kind {
+        ObjectKind::Blob => Ok(()),
+        ObjectKind::File => FileObject::decode(&raw).map(drop),
+        ObjectKind::Tree => Tree::decode(&raw).map(drop).map_err(|err| err.to_string()),
+    }
+}

@@ -1,0 +1,237 @@
+//! Writing objects: deduplicate, compress, append to a temp pack, and commit.
+//!
+//! A [`Writer`] is shared by the threads of a capture. Each put hashes and compresses on the
+//! calling thread; only the append to the pack (a copy into a buffer, now and then a write)
+//! happens under the writer's lock. When a pack reaches the target size it is sealed (trailer,
+//! fsync) outside the lock and a new one is started, so one thread's fsync does not stall the
+//! others for long.
+//!
+//! Nothing a writer does is visible before [`Writer::commit`]: sealed packs stay under `tmp/`
+//! (locked, so no other process removes them) until commit renames them into place, fsyncs the
+//! directories and then inserts all index rows in one transaction. A dropped writer's temp packs
+//! are removed; a killed writer's are removed by the next `Store::open`.
+
+use std::collections::HashSet;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::chunk::{self, ContentSink};
+use crate::pack::{self, Compression, PackWriter, SealedPack};
+use crate::{compress, CommitStats, Error, ObjectId, ObjectKind, Result, Store, Tree};
+
+/// A batch of writes into new packs. `&Writer` is `Sync`: many threads may put at once.
+pub struct Writer<'s> {
+    store: &'s Store,
+    state: Mutex<State>,
+    /// How many ids were looked up in the index. See [`Writer::indexed`].
+    lookups: AtomicU64,
+    snapshot_after: OnceLock<u64>,
+    /// All indexed ids, sorted, once loaded (`None` if loading failed: keep querying).
+    snapshot: OnceLock<Option<Vec<ObjectId>>>,
+}
+
+/// Lookups a writer always sends to SQLite before it considers loading all ids: a warm
+/// capture that stores a handful of objects must not scan the index.
+const QUERIES_BEFORE_SNAPSHOT: u64 = 1024;
+
+#[derive(Default)]
+struct State {
+    open: Option<PackWriter>,
+    sealed: Vec<SealedPack>,
+    /// Ids appended by this writer, so a second put of the same bytes writes nothing.
+    written: HashSet<ObjectId>,
+    stats: CommitStats,
+    /// The first write error. A failed append may leave a torn pack, so the writer refuses all
+    /// further work; the caller must drop it and start over.
+    failed: Option<(&'static str, PathBuf, io::ErrorKind, String)>,
+}
+
+impl State {
+    fn check(&self) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some((op, path, kind, msg)) => Err(Error::Io {
+                op,
+                path: path.clone(),
+                source: io::Error::new(*kind, format!("writer failed earlier: {msg}")),
+            }),
+        }
+    }
+
+    /// Records `e` as the writer's failure and hands it back.
+    fn fail(&mut self, e: Error) -> Error {
+        if self.failed.is_none() {
+            let (op, path, kind) = match &e {
+                Error::Io { op, path, source } => (*op, path.clone(), source.kind()),
+                _ => ("write", PathBuf::new(), io::ErrorKind::Other),
+            };
+            self.failed = Some((op, path, kind, e.to_string()));
+        }
+        e
+    }
+}
+
+impl<'s> Writer<'s> {
+    pub(crate) fn new(store: &'s Store) -> Writer<'s> {
+        Writer {
+            store,
+            state: Mutex::new(State::default()),
+            lookups: AtomicU64::new(0),
+            snapshot_after: OnceLock::new(),
+            snapshot: OnceLock::new(),
+        }
+    }
+
+    fn state(&self) -> Result<MutexGuard<'_, State>> {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.check()?;
+        Ok(st)
+    }
+
+    /// Stores one blob (deduplicated) and returns its id.
+    pub fn put_blob(&self, data: &[u8]) -> Result<ObjectId> {
+        self.put(ObjectKind::Blob, data)
+    }
+
+    /// Stores file content read from `reader`, streaming: up to [`crate::CHUNK_THRESHOLD`]
+    /// bytes become one blob; more become FastCDC chunks (256K/1M/4M) plus a file object.
+    /// Returns the content id and the number of bytes read. Same bytes, same id, whatever the
+    /// reader.
+    pub fn put_content(&self, reader: &mut dyn Read) -> Result<(ObjectId, u64)> {
+        chunk::split_content(reader, &mut WriterSink(self))
+    }
+
+    pub fn put_tree(&self, tree: &Tree) -> Result<ObjectId> {
+        self.put(ObjectKind::Tree, &tree.encode())
+    }
+
+    fn put(&self, kind: ObjectKind, data: &[u8]) -> Result<ObjectId> {
+        let id = ObjectId::compute(kind, data);
+        if self.state()?.written.contains(&id) || self.indexed(&id)? {
+            return Ok(id);
+        }
+        let raw_len = u32::try_from(data.len())
+            .map_err(|_| Error::Format(format!("object of {} bytes is too large", data.len())))?;
+        let compressed = compress::compress(data, self.store.config.zstd_level);
+        let (compression, stored) = match &compressed {
+            Some(c) => (Compression::Zstd, c.as_slice()),
+            None => (Compression::Raw, data),
+        };
+
+        let full = {
+            let mut guard = self.state()?;
+            let st = &mut *guard;
+            if st.written.contains(&id) {
+                return Ok(id); // another thread stored it meanwhile
+            }
+            let mut pack = match st.open.take() {
+                Some(p) => p,
+                None => PackWriter::create(&self.store.packs_dir).map_err(|e| st.fail(e))?,
+            };
+            // On error the pack is dropped, which removes it.
+            pack.append(id, kind, compression, raw_len, stored)
+                .map_err(|e| st.fail(e))?;
+            st.written.insert(id);
+            st.stats.new_objects += 1;
+            st.stats.new_raw_bytes += u64::from(raw_len);
+            if pack.len() >= self.store.config.pack_target_size {
+                Some(pack)
+            } else {
+                st.open = Some(pack);
+                None
+            }
+        };
+        if let Some(p) = full {
+            // Sealing fsyncs: done without the lock so other threads keep appending.
+            let sealed = p.seal();
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            match sealed {
+                Ok(s) => st.sealed.push(s),
+                Err(e) => return Err(st.fail(e)),
+            }
+        }
+        Ok(id)
+    }
+
+    /// Whether `id` is in the index.
+    ///
+    /// A SQLite point query costs a few microseconds plus contention on the connection; on a
+    /// cold capture of 100k files that was the largest cost after hashing and writing, and on
+    /// a capture that re-hashes everything (all hits) it was most of the time. So once a writer
+    /// has made many lookups (more than 1024, and more than an eighth of the index, so that
+    /// loading pays for itself) it loads all indexed ids once and answers from memory.
+    ///
+    /// The snapshot can be stale in two directions. An object indexed later by another
+    /// process is missed: it is stored again, a duplicate, never a loss. An object removed
+    /// later would still be found: so garbage collection must not remove objects while
+    /// writers run, which it must not do anyway, since a per-object query has the same race
+    /// between the query and the commit.
+    fn indexed(&self, id: &ObjectId) -> Result<bool> {
+        let n = self.lookups.fetch_add(1, Ordering::Relaxed);
+        if n >= QUERIES_BEFORE_SNAPSHOT {
+            let after = *self.snapshot_after.get_or_init(|| {
+                let size = self.store.index.approx_objects().unwrap_or(u64::MAX / 8);
+                QUERIES_BEFORE_SNAPSHOT.max(size / 8)
+            });
+            if n >= after {
+                let snapshot = self
+                    .snapshot
+                    .get_or_init(|| self.store.index.all_ids().ok());
+                if let Some(ids) = snapshot {
+                    return Ok(ids.binary_search(id).is_ok());
+                }
+            }
+        }
+        self.store.index.contains(id)
+    }
+
+    /// Makes everything written durable: packs fsynced and renamed into place, then the index
+    /// rows in one transaction.
+    ///
+    /// If this fails after some packs were renamed into place, those packs are orphans: the
+    /// next [`Store::open`] indexes them. Either way nothing committed earlier is affected.
+    pub fn commit(self) -> Result<CommitStats> {
+        let mut st = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        st.check()?;
+        if let Some(p) = st.open.take() {
+            if !p.is_empty() {
+                st.sealed.push(p.seal()?);
+            }
+        }
+        let packs_dir = &self.store.packs_dir;
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let mut created_dir = false;
+        let mut published = Vec::with_capacity(st.sealed.len());
+        for s in std::mem::take(&mut st.sealed) {
+            let (dir, created, p) = s.publish(packs_dir)?;
+            created_dir |= created;
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+            published.push(p);
+        }
+        for d in &dirs {
+            pack::sync_dir(d)?;
+        }
+        if created_dir {
+            pack::sync_dir(packs_dir)?;
+        }
+        #[cfg(test)]
+        crate::crash_tests::after_rename_hook();
+        if !published.is_empty() {
+            self.store.index.insert_packs(&published)?;
+        }
+        st.stats.new_pack_bytes = published.iter().map(|p| p.size).sum();
+        Ok(st.stats)
+    }
+}
+
+struct WriterSink<'a, 's>(&'a Writer<'s>);
+
+impl ContentSink for WriterSink<'_, '_> {
+    fn put(&mut self, kind: ObjectKind, data: &[u8]) -> Result<ObjectId> {
+        self.0.put(kind, data)
+    }
+}

@@ -1,0 +1,116 @@
+//! What is visible when, and what is left behind.
+
+mod common;
+
+use common::{random, TestStore};
+use rewind_store::StoreConfig;
+
+#[test]
+fn dropped_writer_leaves_nothing() {
+    let t = TestStore::with_config(StoreConfig {
+        pack_target_size: 32 << 10,
+        ..StoreConfig::default()
+    });
+    let w = t.store.writer().unwrap();
+    let mut ids = Vec::new();
+    for i in 0..50 {
+        ids.push(w.put_blob(&random(i, 4000)).unwrap());
+    }
+    // Several sealed packs and one open one are waiting under tmp/.
+    assert!(t.tmp_files().len() > 2, "{:?}", t.tmp_files());
+    drop(w);
+    assert!(t.tmp_files().is_empty());
+    assert!(t.pack_files().is_empty());
+    assert_eq!(t.store.stats().unwrap().objects, 0);
+    for id in &ids {
+        assert!(!t.store.has(id).unwrap());
+    }
+}
+
+#[test]
+fn committed_objects_are_visible_to_another_open_store() {
+    let t = TestStore::new();
+    let data = random(1, 3 << 20);
+    let w = t.store.writer().unwrap();
+    let (id, _) = w.put_content(&mut data.as_slice()).unwrap();
+    let other = t.reopen();
+    assert!(!other.has(&id).unwrap(), "visible before commit");
+    w.commit().unwrap();
+    assert!(other.has(&id).unwrap());
+
+    // And from another thread, with a Store opened there.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let store = t.reopen();
+            let mut out = Vec::new();
+            store.read_content(&id, &mut out).unwrap();
+            assert!(out == data);
+        });
+    });
+}
+
+/// Opening a store removes dead writers' temp packs, but never a live writer's.
+#[test]
+fn open_spares_live_writers_temp_packs() {
+    let t = TestStore::new();
+    let w = t.store.writer().unwrap();
+    let id = w.put_blob(&random(2, 5000)).unwrap();
+    assert_eq!(t.tmp_files().len(), 1);
+    let other = t.reopen();
+    assert_eq!(
+        t.tmp_files().len(),
+        1,
+        "a live writer's temp pack was removed"
+    );
+    w.commit().unwrap();
+    assert_eq!(other.read_blob(&id).unwrap(), random(2, 5000));
+
+    // A temp pack nobody holds a lock on is a dead writer's.
+    let stale = t
+        .packs_dir()
+        .join("tmp")
+        .join("0123456789abcdef0123456789abcdef.pack");
+    std::fs::write(&stale, b"RWPK half a pack").unwrap();
+    // Files the store did not name are left alone, and do not stop it from opening.
+    let foreign = t.packs_dir().join("tmp").join("notes.txt");
+    std::fs::write(&foreign, b"not a pack").unwrap();
+    std::fs::create_dir(t.packs_dir().join("tmp").join("sub.pack")).unwrap();
+    drop(t.reopen());
+    assert!(!stale.exists());
+    assert!(foreign.exists());
+}
+
+#[test]
+fn two_stores_writing_the_same_objects_concurrently() {
+    let t = TestStore::new();
+    let blobs: Vec<Vec<u8>> = (0..200).map(|i| random(100 + i, 3000)).collect();
+    let stores = [t.reopen(), t.reopen()];
+    std::thread::scope(|s| {
+        for store in &stores {
+            let blobs = &blobs;
+            s.spawn(move || {
+                let w = store.writer().unwrap();
+                for b in blobs {
+                    w.put_blob(b).unwrap();
+                }
+                w.commit().unwrap();
+            });
+        }
+    });
+    let stats = t.store.stats().unwrap();
+    assert_eq!(stats.objects, 200);
+    for b in &blobs {
+        let id = rewind_store::ObjectId::compute(rewind_store::ObjectKind::Blob, b);
+        assert_eq!(&t.store.read_blob(&id).unwrap(), b);
+    }
+    assert!(t.store.fsck().unwrap().problems.is_empty());
+}
+
+#[test]
+fn empty_commit_is_a_no_op() {
+    let t = TestStore::new();
+    let c = t.store.writer().unwrap().commit().unwrap();
+    assert_eq!(c, Default::default());
+    assert!(t.pack_files().is_empty());
+    assert!(t.tmp_files().is_empty());
+}
