@@ -57,16 +57,19 @@ fn child_restore(a: &ChildRestore) -> Result<()> {
     )?;
     let scope: Vec<Vec<u8>> = a.paths.iter().map(|p| p.as_bytes().to_vec()).collect();
     let out = ws.restore_tree(tree, &scope, false)?;
-    let Some(applied) = out.applied else {
-        bail!("restore did not apply");
-    };
+    if !out.applied {
+        bail!(
+            "restore did not apply ({} conflicts, {} skipped)",
+            out.conflicts.len(),
+            out.skipped.len()
+        );
+    }
     println!(
         "{}",
         serde_json::json!({
-            "steps": out.plan.steps.len(),
-            "skipped": out.plan.skipped.len(),
-            "written": applied.written,
-            "removed": applied.removed,
+            "steps": out.steps.len(),
+            "skipped": out.skipped.len(),
+            "kept": out.kept.len(),
         })
     );
     Ok(())

@@ -128,7 +128,7 @@ impl Report {
         let (alloc, apparent) = self.tree.unwrap_or_default();
         let _ = writeln!(
             s,
-            "#### Many files: {} dirs × {} files, 1–8 KiB random ({} files, {} MB, {} MB on disk), {} fresh copies per tool\n",
+            "#### Many files: {} dirs × {} files, 1–8 KiB random ({} files, {} MB, {} MB on disk); fresh copies per tool: {}\n",
             o.dirs,
             o.files_per_dir,
             o.dirs * o.files_per_dir,

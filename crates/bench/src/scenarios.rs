@@ -233,6 +233,7 @@ impl Bench<'_> {
 
     fn mktree(&self, root: &Path, args: &[String]) -> Result<()> {
         self.log(format_args!("mktree {} {}", root.display(), args.join(" ")));
+        std::fs::create_dir_all(root)?; // mktree.py --dirs 0 does not make the root
         let out = self.untimed(
             Command::new("python3")
                 .arg(self.shared.join("bench/mktree.py"))
