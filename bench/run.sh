@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Foundation benchmark (capture and restore): the same work through the git "shadow repository"
+# baseline and through Rewind, in the same run. Builds release binaries, runs rewind-bench, prints
+# a Markdown report and writes it to target/bench/foundation.md.
+#
+# usage: bench/run.sh [--fresh-fs] [rewind-bench run options]
+#   --fresh-fs        run on a freshly made ext4 loop volume (needs root): after mass deletes of
+#                     100k files ext4 allocates inodes slowly for a while, which would skew runs
+#                     made right after an earlier run's cleanup
+#   --dirs N          many-files tree size (default 1000 dirs x 100 files)
+#   --reps N          repetitions of the many-files scenario (default 3)
+#   --big-mib N       big-file scenario size, 0 skips (default 1024)
+#   --huge-mib N      peak-memory scenario size, 0 skips (default 4096)
+#   --with-git-4g     also run git on the huge file (slow)
+# environment:
+#   SHARED            the shared dir with bench/mktree.py and bench/git-shadow-baseline.sh
+#                     (default ../shared, relative to the repository root)
+#   TMPDIR            where the work dir (or the loop image) is made (default /tmp)
+#   FRESH_FS_SIZE     size of the sparse loop image (default 40G)
+#
+# smoke test: bench/run.sh --dirs 50 --reps 1 --big-mib 64 --huge-mib 256
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${SHARED:-../shared}
+target=${CARGO_TARGET_DIR:-target}
+
+fresh=0
+args=()
+for a in "$@"; do
+  if [[ $a == --fresh-fs ]]; then fresh=1; else args+=("$a"); fi
+done
+
+cargo build --release -p rewind-cli -p rewind-bench
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rewind-bench.XXXXXX")
+cleanup() {
+  if mountpoint -q "$tmp/fs" 2>/dev/null; then umount "$tmp/fs"; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+work=$tmp/work
+if ((fresh)); then
+  truncate -s "${FRESH_FS_SIZE:-40G}" "$tmp/fs.img"
+  mkfs.ext4 -q -F "$tmp/fs.img"
+  mkdir "$tmp/fs"
+  mount -o loop "$tmp/fs.img" "$tmp/fs"
+  work=$tmp/fs/work
+  args+=(--keep) # unmounting and removing the image is the cleanup
+fi
+
+mkdir -p "$target/bench"
+"$target/release/rewind-bench" run --shared "$SHARED" --work "$work" \
+  --out "$target/bench/foundation.md" "${args[@]}"
