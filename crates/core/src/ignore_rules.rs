@@ -52,6 +52,11 @@ impl Rules {
         }
     }
 
+    /// Whether any rule is in force here (if not, nothing needs matching).
+    pub fn has_matchers(&self) -> bool {
+        self.matcher.is_some() || self.parent.as_ref().is_some_and(|p| p.has_matchers())
+    }
+
     pub fn is_ignored(&self, abs: &Path, is_dir: bool) -> bool {
         let mut r = Some(self);
         while let Some(rules) = r {

@@ -88,6 +88,7 @@ fn walk_dir<'s>(
     };
     let cached: &[StatEntry] = old.dirs.get(&rel).map(|v| v.as_slice()).unwrap_or(&[]);
     let mut found = Vec::new();
+    let needs_path = !opts.skip.is_empty() || rules.as_ref().is_some_and(|r| r.has_matchers());
     let rd = match std::fs::read_dir(&abs) {
         Ok(rd) => rd,
         Err(e) => {
@@ -122,9 +123,13 @@ fn walk_dir<'s>(
         if NEVER_CAPTURED.contains(&name.as_slice()) {
             continue;
         }
-        let path = abs.join(OsStr::from_bytes(&name));
-        if !opts.skip.is_empty() && opts.skip.iter().any(|s| s == &path) {
-            continue;
+        // Building the absolute path costs an allocation per entry: only when a skip list or an
+        // ignore file needs it.
+        let path = (needs_path).then(|| abs.join(OsStr::from_bytes(&name)));
+        if let Some(path) = &path {
+            if opts.skip.iter().any(|s| s == path) {
+                continue;
+            }
         }
         let meta = match dent.metadata() {
             Ok(m) => m,
@@ -135,8 +140,8 @@ fn walk_dir<'s>(
             }
         };
         let ft = meta.file_type();
-        if let Some(r) = &rules {
-            if r.is_ignored(&path, ft.is_dir()) {
+        if let (Some(r), Some(path)) = (&rules, &path) {
+            if r.is_ignored(path, ft.is_dir()) {
                 continue;
             }
         }
