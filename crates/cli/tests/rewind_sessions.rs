@@ -80,7 +80,7 @@ fn two_sessions_interleaved_never_revert_each_other() {
             data: b"s-by-A\n".to_vec(),
         },
     );
-    expected.remove(&b"b-new.txt".to_vec());
+    expected.remove(b"b-new.txt".as_slice());
     assert_tree_eq(&read_tree(root), &expected, "B rewound: A's work untouched");
 
     // Now A's rewind is clean: shared.txt is what A left there again.
