@@ -446,3 +446,45 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
     assert_eq!(read_str(root, "s.txt"), "s0\n");
     fsck_clean(&env);
 }
+
+/// `exec` exits with the command's code, and what a failing command changed is still recorded
+/// (and rewound); a command that cannot start is exit 1 with a `rewind:` message.
+#[test]
+fn exec_of_a_failing_command_is_recorded_and_rewound() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "f", b"0\n");
+    init(&env);
+    let c0 = checkpoint(&env, "S", "m0");
+    let o = env
+        .cmd(&[
+            "-s",
+            "S",
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "echo half > f; echo new > g; exit 3",
+        ])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let o = env
+        .cmd(&["-s", "S", "exec", "--", "/no/such/program"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with("rewind: "),
+        "{}",
+        text(&o)
+    );
+    expect(&env, "S", &["restore", &c0], 0);
+    assert_eq!(read_str(root, "f"), "0\n");
+    assert!(!root.join("g").exists());
+    expect(&env, "S", &["undo"], 0);
+    assert_eq!(read_str(root, "f"), "half\n");
+    assert_eq!(read_str(root, "g"), "new\n");
+}
