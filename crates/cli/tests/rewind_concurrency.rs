@@ -1,0 +1,247 @@
+//! Done-when 8: 8 processes × 8 capture/restore cycles on one workspace, each process its own
+//! session and its own files, through the CLI (`exec`, `checkpoint`, `restore`). Every call
+//! succeeds or exits 4 after its bounded wait; every restore leaves that session's files
+//! exactly at its checkpoint; fsck is clean at the end.
+
+mod common;
+mod rewind_util;
+
+use std::collections::BTreeMap;
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use common::{text, Env};
+use rewind_util::*;
+
+const PROCS: usize = 8;
+const CYCLES: usize = 8;
+
+/// The session's own files (`s<i>/…`) as they are on disk.
+fn own_files(env: &Env, i: usize) -> Tree {
+    read_tree(env.root())
+        .into_iter()
+        .filter(|(k, _)| k.starts_with(format!("s{i}/").as_bytes()))
+        .collect()
+}
+
+fn call(env: &Env, session: &str, args: &[&str]) -> Output {
+    let mut all = vec!["-s", session];
+    all.extend_from_slice(args);
+    env.cmd(&all)
+        .current_dir(env.root())
+        .env("REWIND_LOCK_TIMEOUT", "20")
+        .env("REWIND_QUIET", "1")
+        .output()
+        .unwrap()
+}
+
+#[derive(Default)]
+struct Tally {
+    ok: usize,
+    busy: usize,
+    failures: Vec<String>,
+}
+
+/// How a worker's tool calls record their changes.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// `rewind exec -- sh -c …`: opaque epochs (whole-tree capture before and after).
+    Exec,
+    /// `epoch begin --path …`, plain writes, `epoch end`: exact epochs.
+    Exact,
+}
+
+/// One tool call: `script` run under `exec`, or (exact) `epoch begin` on `paths`, the script
+/// run by the test itself, `epoch end`.
+fn tool_call(env: &Env, session: &str, via: Via, paths: &[String], script: &str) -> Output {
+    match via {
+        Via::Exec => call(env, session, &["exec", "--", "sh", "-c", script]),
+        Via::Exact => {
+            let mut args = vec!["epoch", "begin"];
+            for p in paths {
+                args.push("--path");
+                args.push(p);
+            }
+            let o = call(env, session, &args);
+            if o.status.code() != Some(0) {
+                return o;
+            }
+            let run = std::process::Command::new("sh")
+                .args(["-c", script])
+                .current_dir(env.root())
+                .output()
+                .unwrap();
+            assert!(run.status.success(), "{}", text(&run));
+            call(env, session, &["epoch", "end"])
+        }
+    }
+}
+
+fn worker(env: &Env, via: Via, i: usize, tally: &Mutex<Tally>) {
+    let session = format!("p{i}");
+    let record = |what: &str, o: &Output| -> bool {
+        let mut t = tally.lock().unwrap();
+        match o.status.code() {
+            Some(0) => {
+                t.ok += 1;
+                true
+            }
+            Some(4) => {
+                t.busy += 1;
+                false
+            }
+            _ => {
+                t.failures.push(format!("{session} {what}: {}", text(o)));
+                false
+            }
+        }
+    };
+    for cycle in 0..CYCLES {
+        // A turn's first tool call: write this session's files.
+        let script = format!(
+            "mkdir -p s{i}/d && echo '{i}:{cycle}:a' > s{i}/a && echo '{i}:{cycle}:b' > s{i}/d/b \
+             && chmod {} s{i}/a",
+            if cycle % 2 == 0 { "0644" } else { "0755" }
+        );
+        let paths: Vec<String> = ["a", "d", "d/b", "l", &format!("n{cycle}")]
+            .iter()
+            .map(|p| format!("s{i}/{p}"))
+            .collect();
+        if !record("call 1", &tool_call(env, &session, via, &paths, &script)) {
+            continue;
+        }
+        let o = call(
+            env,
+            &session,
+            &["checkpoint", "--message", &format!("c{cycle}")],
+        );
+        if !record("checkpoint", &o) {
+            continue;
+        }
+        let cp = last_line(&o);
+        let at_checkpoint = own_files(env, i);
+        // The next tool call changes, deletes and creates.
+        let script = format!(
+            "echo changed >> s{i}/a && rm -r s{i}/d && echo new > s{i}/n{cycle} && ln -sfn a s{i}/l"
+        );
+        if !record("call 2", &tool_call(env, &session, via, &paths, &script)) {
+            continue;
+        }
+        let o = call(env, &session, &["restore", &cp]);
+        if !record("restore", &o) {
+            continue;
+        }
+        let now = own_files(env, i);
+        if now != at_checkpoint {
+            tally.lock().unwrap().failures.push(format!(
+                "{session} cycle {cycle}: not at its checkpoint after restore:\n{}\n{}",
+                tree_diff(&now, &at_checkpoint),
+                text(&o)
+            ));
+        }
+    }
+}
+
+fn eight_by_eight(via: Via) {
+    let env = Arc::new(Env::new());
+    write(env.root(), "shared-readme", b"nobody writes this\n");
+    init(&env);
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let handles: Vec<_> = (0..PROCS)
+        .map(|i| {
+            let env = Arc::clone(&env);
+            let tally = Arc::clone(&tally);
+            std::thread::spawn(move || worker(&env, via, i, &tally))
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let t = tally.lock().unwrap();
+    eprintln!("calls: {} ok, {} busy (exit 4)", t.ok, t.busy);
+    assert!(
+        t.failures.is_empty(),
+        "{} failures:\n{}",
+        t.failures.len(),
+        t.failures.join("\n---\n")
+    );
+    assert!(t.ok > PROCS * CYCLES, "most calls went through");
+    fsck_clean(&env);
+    // Nobody touched the shared file, and no session's state leaked into another's.
+    assert_eq!(
+        read_str(env.root(), "shared-readme"),
+        "nobody writes this\n"
+    );
+    let mut per: BTreeMap<usize, Tree> = BTreeMap::new();
+    for i in 0..PROCS {
+        per.insert(i, own_files(&env, i));
+    }
+    for (i, files) in per {
+        for (k, v) in files {
+            if let Node::File { data, .. } = v {
+                if k.ends_with(b"/a") || k.ends_with(b"/b") {
+                    assert!(
+                        data.starts_with(format!("{i}:").as_bytes()),
+                        "{}: {:?}",
+                        show(&k),
+                        String::from_utf8_lossy(&data)
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Exact epochs (declared paths, no scan) from 8 concurrent processes.
+#[test]
+fn eight_processes_eight_cycles_exact_epochs() {
+    eight_by_eight(Via::Exact);
+}
+
+/// Shell commands (`exec`, opaque epochs) from 8 concurrent processes.
+#[test]
+#[ignore = "bug: concurrent `exec`s of different sessions: the first to settle takes every change found on disk, including the other running commands' (see concurrent_execs_keep_their_own_changes)"]
+fn eight_processes_eight_cycles_exec() {
+    eight_by_eight(Via::Exec);
+}
+
+/// Two overlapping shell commands of two sessions: B's command writes while A's runs; each
+/// session's rewind must revert its own command's change and only that.
+#[test]
+#[ignore = "bug: settle_locked of an opaque epoch attributes every change since the last known state to it, including a concurrently running command's of another session"]
+fn concurrent_execs_keep_their_own_changes() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a", b"a0\n");
+    write(root, "b", b"b0\n");
+    init(&env);
+    let ca = checkpoint(&env, "A", "a0");
+    let cb = checkpoint(&env, "B", "b0");
+    // B: starts first, writes b at ~1 s, ends at ~2 s.
+    let mut b = env
+        .cmd(&[
+            "-s",
+            "B",
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "sleep 1; echo b1 > b; sleep 1",
+        ])
+        .current_dir(root)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // A: starts at ~0.4 s, writes a at ~1.4 s and ends then (after B wrote b).
+    sh(&env, "A", "sleep 1; echo a1 > a");
+    assert!(b.wait().unwrap().success());
+    assert_eq!(read_str(root, "b"), "b1\n");
+    // A's rewind reverts a only.
+    let v = json(&env, "A", &["restore", &ca, "--dry-run"], 0);
+    let paths: Vec<String> = steps(&v).into_iter().map(|s| s.1).collect();
+    assert_eq!(paths, vec!["a"], "A's rewind would touch: {v}");
+    // B's rewind reverts b.
+    let v = json(&env, "B", &["restore", &cb, "--dry-run"], 0);
+    let paths: Vec<String> = steps(&v).into_iter().map(|s| s.1).collect();
+    assert_eq!(paths, vec!["b"], "B's rewind would touch: {v}");
+}
