@@ -200,7 +200,6 @@ fn eight_processes_eight_cycles_exact_epochs() {
 
 /// Shell commands (`exec`, opaque epochs) from 8 concurrent processes.
 #[test]
-#[ignore = "bug: concurrent `exec`s of different sessions: the first to settle takes every change found on disk, including the other running commands' (see concurrent_execs_keep_their_own_changes)"]
 fn eight_processes_eight_cycles_exec() {
     eight_by_eight(Via::Exec);
 }
@@ -208,7 +207,6 @@ fn eight_processes_eight_cycles_exec() {
 /// Two overlapping shell commands of two sessions: B's command writes while A's runs; each
 /// session's rewind must revert its own command's change and only that.
 #[test]
-#[ignore = "bug: settle_locked of an opaque epoch attributes every change since the last known state to it, including a concurrently running command's of another session"]
 fn concurrent_execs_keep_their_own_changes() {
     let env = Env::new();
     let root = env.root();

@@ -385,7 +385,6 @@ fn sigkill_at_random_moments_of_a_restore() {
 /// A restore killed while writing a file leaves its temp file in the workspace; recovery must
 /// remove it (it is Rewind's, not the user's), and no capture may record it as a change.
 #[test]
-#[ignore = "bug: a restore killed mid-write leaves `.rewind-tmp-*` files in the workspace; recovery never removes them and the next capture records them as changes"]
 fn no_temp_file_survives_a_killed_restore() {
     let s = setup(300);
     for round in 0..12u64 {
@@ -400,7 +399,6 @@ fn no_temp_file_survives_a_killed_restore() {
 /// SPEC: `status` lists unfinished restores and open epochs (so a crash is visible before any
 /// recovering command runs).
 #[test]
-#[ignore = "bug: `rewind status` does not report unfinished restores or open epochs (SPEC: status lists them)"]
 fn status_reports_an_unfinished_restore() {
     let s = setup(8);
     let env = &s.env;

@@ -212,7 +212,6 @@ fn restore_all_and_epoch_targets_round_trip() {
 /// `--all` to a checkpoint must restore the tree as it was when the checkpoint was taken,
 /// including user edits made (and not yet recorded) before it.
 #[test]
-#[ignore = "bug: checkpoint skips the capture when the op log has not moved, so its root misses unrecorded user edits; restore --all then restores a stale tree"]
 fn restore_all_uses_the_tree_at_checkpoint_time() {
     let env = Env::new();
     let root = env.root();
@@ -287,7 +286,6 @@ fn dry_run_writes_nothing_and_matches_the_real_run() {
 /// A dry run while the session has an open `epoch begin` must show what the real run does:
 /// the real run settles that epoch first and then reverts its changes too.
 #[test]
-#[ignore = "bug: restore/undo --dry-run skip settle_session_epochs, so an open `epoch begin` of the session is left out of the preview but the real run reverts it"]
 fn dry_run_matches_the_real_run_with_an_open_epoch() {
     let env = Env::new();
     let root = env.root();
@@ -312,7 +310,6 @@ fn dry_run_matches_the_real_run_with_an_open_epoch() {
 
 /// The same for undo: the dry run must name the epoch the real run will undo.
 #[test]
-#[ignore = "bug: undo --dry-run skips settle_session_epochs, so it previews the previous epoch while the real undo undoes the open one"]
 fn undo_dry_run_matches_the_real_run_with_an_open_epoch() {
     let env = Env::new();
     let root = env.root();

@@ -291,6 +291,49 @@ impl RootDir {
     }
 }
 
+impl RootDir {
+    /// Removes `TEMP_PREFIX` files in `dir` whose writing process is gone. Best effort.
+    pub fn remove_dead_temp_files(&self, dir: &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
+        let path = if dir.is_empty() {
+            Vec::new()
+        } else {
+            dir.to_vec()
+        };
+        let Ok(fd) = (if path.is_empty() {
+            self.fd.try_clone()
+        } else {
+            let probe = relpath::join(&path, b"x");
+            self.parent(&probe).map(|(fd, _)| fd)
+        }) else {
+            return;
+        };
+        let Ok(rd) = std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd())) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(rest) = name.as_bytes().strip_prefix(TEMP_PREFIX.as_bytes()) else {
+                continue;
+            };
+            let pid: Option<i32> = std::str::from_utf8(rest)
+                .ok()
+                .and_then(|r| r.split('-').next()?.parse().ok());
+            // SAFETY: signal 0 only checks whether the process exists.
+            let alive = pid.is_some_and(|p| {
+                (unsafe { libc::kill(p, 0) }) == 0
+                    || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+            });
+            if !alive {
+                if let Ok(c) = cstr(name.as_bytes()) {
+                    // SAFETY: valid fd and C string.
+                    unsafe { libc::unlinkat(fd.as_raw_fd(), c.as_ptr(), 0) };
+                }
+            }
+        }
+    }
+}
+
 /// Prefix of the temporary names a restore writes; the scanner never sees them for long, and a
 /// leftover one from a crash is an ordinary untracked file the user can delete.
 pub const TEMP_PREFIX: &str = ".rewind-tmp-";

@@ -390,6 +390,46 @@ impl Workspace {
     /// Opens an epoch for `session`. Anything found changed since the last known state is
     /// recorded as external first; the preimage is durable before this returns.
     pub fn begin_epoch(&self, session: &str, spec: &EpochSpec) -> Result<EpochRow, Error> {
+        // Two opaque epochs never overlap: with nothing but before/after scans, the changes of
+        // two commands running at once cannot be told apart. A process-owned one holds the
+        // opaque lock (a kernel lock: released if the process dies) until it settles; any
+        // opaque epoch waits, bounded, for the other to finish. Parallel agents that run long
+        // commands belong in worktrees.
+        let opaque_lock = if spec.paths.is_empty() {
+            let wait = crate::lock::default_wait();
+            let deadline = std::time::Instant::now() + wait;
+            let lock = crate::lock::acquire(
+                &self.state_dir().join("opaque.lock"),
+                wait,
+                &format!("exec of session {session}"),
+            )?;
+            loop {
+                let other = {
+                    let _l = self.lock(
+                        deadline.saturating_duration_since(std::time::Instant::now()),
+                        "epoch begin",
+                    )?;
+                    oplog::open_epochs(self.db())?.into_iter().find(|e| {
+                        e.kind == EpochKind::Opaque
+                            && !(e.session == session && e.owner == Owner::Session)
+                            && owner_alive(&e.owner)
+                    })
+                };
+                let Some(e) = other else { break };
+                if std::time::Instant::now() >= deadline {
+                    return Err(Error::Busy {
+                        holder: format!(
+                            "session {} has an opaque epoch open ({}); it must end first",
+                            e.session, e.id
+                        ),
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Some(lock)
+        } else {
+            None
+        };
         let _lock = self.lock(crate::lock::default_wait(), "epoch begin")?;
         self.recover_locked()?;
         self.settle_session_epochs(session)?;
@@ -423,6 +463,9 @@ impl Workspace {
         };
         for p in &spec.paths {
             relpath::check(p)?;
+        }
+        if let Some(lock) = opaque_lock.filter(|_| spec.process_owned) {
+            *self.opaque.borrow_mut() = Some((id.clone(), lock));
         }
         if spec.paths.is_empty() {
             let mut found = self.capture_found(None)?;
@@ -586,6 +629,11 @@ impl Workspace {
                 self.save_state(&mut found)?;
             }
         }
+        let mut held = self.opaque.borrow_mut();
+        if held.as_ref().is_some_and(|(id, _)| id == &epoch.id) {
+            *held = None;
+        }
+        drop(held);
         let row = oplog::epoch(self.db(), &epoch.id)?.expect("just settled");
         let changes = oplog::epoch_changes(self.db(), &epoch.id)?
             .into_iter()
@@ -609,8 +657,7 @@ impl Workspace {
     }
 
     /// Marks a turn boundary for `session`, bound to conversation node `message` (its parent
-    /// defaults to the session head). Costs no capture when nothing was recorded since the last
-    /// whole-tree capture.
+    /// defaults to the session head), with the tree of the whole workspace at this moment.
     pub fn checkpoint(
         &self,
         session: &str,
@@ -623,22 +670,13 @@ impl Workspace {
         self.recover_locked()?;
         self.settle_session_epochs(session)?;
         let now = now_ns();
-        let latest = oplog::latest_snapshot(self.db())?;
-        let last = oplog::last_pos(self.db())?;
-        let mut found = match latest {
-            Some((_, pos)) if pos >= last => None,
-            _ => Some(self.capture_found(None)?),
-        };
-        let root = match (&found, latest) {
-            (Some(f), _) => f.capture.root,
-            (None, Some((root, _))) => root,
-            (None, None) => ObjectId::ZERO,
-        };
+        // The tree at this moment, user edits included: a scan, which stores nothing new and
+        // writes no cache when nothing changed (the stat cache makes it O(stat) per file).
+        let mut found = self.capture_found(None)?;
+        let root = found.capture.root;
         let row = self.in_tx(|| {
             oplog::ensure_session(self.db(), session, now)?;
-            if let Some(f) = &found {
-                self.record_found(f, session, None)?;
-            }
+            self.record_found(&found, session, None)?;
             let head = oplog::session_head(self.db(), session)?;
             let parent = parent.map(str::to_string).or(head);
             if let Some(m) = message {
@@ -660,9 +698,7 @@ impl Workspace {
             oplog::insert_checkpoint(self.db(), &row)?;
             Ok(row)
         })?;
-        if let Some(f) = &mut found {
-            self.save_state(f)?;
-        }
+        self.save_state(&mut found)?;
         Ok(row)
     }
 

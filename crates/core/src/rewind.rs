@@ -195,7 +195,16 @@ impl Workspace {
             self.plan_all(session, target, opts)?
         } else {
             let rows = oplog::session_changes_after(self.db(), session, target.after_pos())?;
-            self.plan_undo(rows.into_iter().map(|r| r.change).collect(), opts)?
+            let mut changes: Vec<Change> = rows.into_iter().map(|r| r.change).collect();
+            if opts.dry_run {
+                // The real run settles the session's open epochs first: preview as if it had.
+                for (e, pending) in self.virtual_settle(session)? {
+                    if e.pos > target.after_pos() {
+                        changes.extend(pending);
+                    }
+                }
+            }
+            self.plan_undo(changes, opts)?
         };
         out.head = head;
         out.payload = payload;
@@ -213,6 +222,18 @@ impl Workspace {
         self.recover_locked()?;
         if !opts.dry_run {
             self.settle_session_epochs(session)?;
+        }
+        // A dry run previews what the real run does after settling the session's open epochs:
+        // with no epoch named, the newest of those is the one undone.
+        let open = if opts.dry_run && epoch.is_none() {
+            self.virtual_settle(session)?.pop()
+        } else {
+            None
+        };
+        if let Some((_, changes)) = open {
+            let mut out = self.plan_undo(changes, opts)?;
+            out.head = oplog::session_head(self.db(), session)?;
+            return Ok(out);
         }
         let e = match epoch {
             Some(id) => {
@@ -240,6 +261,38 @@ impl Workspace {
             },
             &e.id,
         )
+    }
+
+    /// What settling the session's own open epochs would record, without recording it: for
+    /// dry runs, which must show what the real run will do.
+    fn virtual_settle(&self, session: &str) -> Result<Vec<(EpochRow, Vec<Change>)>, Error> {
+        let mut out = Vec::new();
+        for e in oplog::open_epochs(self.db())? {
+            if e.session != session || e.owner != Owner::Session {
+                continue;
+            }
+            let changes = match e.kind {
+                EpochKind::Exact => {
+                    let root = self.rootdir()?;
+                    let max = self.config().capture.max_file_size();
+                    let mut v = Vec::new();
+                    for r in oplog::epoch_changes(self.db(), &e.id)? {
+                        let post = disk_entry(&root, &r.change.path, None, max)?;
+                        if !same(&r.change.before, &post) {
+                            v.push(Change {
+                                path: r.change.path,
+                                before: r.change.before,
+                                after: post,
+                            });
+                        }
+                    }
+                    v
+                }
+                _ => self.capture_found(None)?.changes,
+            };
+            out.push((e, changes));
+        }
+        Ok(out)
     }
 
     /// Waits (bounded) until no live process holds an open epoch of the session, then returns
@@ -497,6 +550,14 @@ impl Workspace {
             .ok_or_else(|| Error::Usage(format!("restore journal of {epoch_id} is damaged")))?;
         let root = self.rootdir()?;
         let max = self.config().capture.max_file_size();
+        // A restore killed mid-write leaves temporary files beside its targets: remove those of
+        // dead processes before they could be mistaken for the user's.
+        let mut dirs: Vec<&[u8]> = steps.iter().map(|s| relpath::split(&s.path).0).collect();
+        dirs.sort();
+        dirs.dedup();
+        for d in dirs {
+            root.remove_dead_temp_files(d);
+        }
         // Only steps whose path is still what the plan expected; already-applied ones are done.
         let mut todo = Vec::new();
         let mut done = Vec::new();

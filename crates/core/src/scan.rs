@@ -120,7 +120,9 @@ fn walk_dir<'s>(
     for dent in rd {
         let Ok(dent) = dent else { continue };
         let name = dent.file_name().as_bytes().to_vec();
-        if NEVER_CAPTURED.contains(&name.as_slice()) {
+        if NEVER_CAPTURED.contains(&name.as_slice())
+            || name.starts_with(crate::fsops::TEMP_PREFIX.as_bytes())
+        {
             continue;
         }
         // Building the absolute path costs an allocation per entry: only when a skip list or an

@@ -63,6 +63,8 @@ pub struct Workspace {
     db: Connection,
     /// Whether this open registered the workspace.
     created: bool,
+    /// Held while this process runs an opaque epoch (see `record::begin_epoch`).
+    pub(crate) opaque: std::cell::RefCell<Option<(String, WorkspaceLock)>>,
 }
 
 /// A recorded whole-tree snapshot.
@@ -231,6 +233,7 @@ impl Workspace {
         )?;
         let db = db::open(&dir.join("meta.sqlite"))?;
         Ok(Workspace {
+            opaque: std::cell::RefCell::new(None),
             root,
             id,
             dir,

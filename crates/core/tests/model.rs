@@ -303,6 +303,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     tool_call: Some(format!("call-{step}")),
                     paths,
                     process_owned: false,
+                    note: None,
                 };
                 let row = ws.begin_epoch(SESSIONS[*s], &spec).unwrap();
                 let pre = m.files;
@@ -341,6 +342,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     tool_call: Some(format!("call-{step}")),
                     paths: Vec::new(),
                     process_owned: true,
+                    note: None,
                 };
                 let row = ws.begin_epoch(SESSIONS[*s], &spec).unwrap();
                 let pre = m.files;
@@ -525,7 +527,6 @@ proptest! {
 
     /// The same with `--all` restores mixed in.
     #[test]
-    #[ignore = "bug: checkpoint skips the capture when the op log has not moved since the last snapshot, so its tree misses unrecorded user edits and `--all` restores a stale tree"]
     fn op_log_with_restore_all_matches_the_model(ops in prop::collection::vec(op(true), 1..28)) {
         run(&ops)?;
     }
