@@ -28,6 +28,8 @@ pub struct CaptureOptions<'a> {
     pub time_budget: Option<Duration>,
     pub skip: &'a [PathBuf],
     pub progress: Option<&'a Progress>,
+    /// From a watcher: only these directories changed.
+    pub dirty: Option<&'a crate::watch::Dirty>,
 }
 
 /// A path that exists but whose content is not in the store.
@@ -81,6 +83,7 @@ pub(crate) fn capture(
             ignored: opts.ignored,
             skip: opts.skip,
             progress: opts.progress,
+            dirty: opts.dirty,
         },
     );
     let mut dirs = walk.dirs;

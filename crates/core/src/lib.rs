@@ -24,6 +24,7 @@ pub mod restore;
 mod rewind;
 mod scan;
 mod state;
+mod watch;
 mod workspace;
 
 pub use capture::{Capture, CaptureStats, Uncovered};

@@ -218,8 +218,19 @@ impl Workspace {
 
     /// Captures the whole tree and works out which paths differ from the last known state.
     pub(crate) fn capture_found(&self, progress: Option<&Progress>) -> Result<Found, Error> {
+        self.capture_found_in(progress, None)
+    }
+
+    /// As [`Workspace::capture_found`], re-reading only `dirty` directories when a watcher
+    /// vouches for the rest.
+    pub(crate) fn capture_found_in(
+        &self,
+        progress: Option<&Progress>,
+        dirty: Option<&crate::watch::Dirty>,
+    ) -> Result<Found, Error> {
         let old = State::load(&self.state_path());
-        let capture = self.run_capture(&old, progress)?;
+        let dirty = dirty.filter(|_| !old.is_empty());
+        let capture = self.run_capture(&old, progress, dirty)?;
         let latest = oplog::latest_snapshot(self.db())?;
         let mut changes = Vec::new();
         if latest.is_none() && old.is_empty() {
@@ -468,6 +479,15 @@ impl Workspace {
             *self.opaque.borrow_mut() = Some((id.clone(), lock));
         }
         if spec.paths.is_empty() {
+            if spec.process_owned {
+                // Armed before the opening capture: an event in between only costs a re-read.
+                let state = State::load(&self.state_path());
+                if !state.is_empty() {
+                    if let Some(w) = crate::watch::Watcher::start(self.root(), state.dirs.keys()) {
+                        *self.watcher.borrow_mut() = Some((id.clone(), w));
+                    }
+                }
+            }
             let mut found = self.capture_found(None)?;
             row.pre_root = Some(found.capture.root);
             self.in_tx(|| {
@@ -620,7 +640,13 @@ impl Workspace {
                 })?;
             }
             _ => {
-                let mut found = self.capture_found(None)?;
+                let watched = self
+                    .watcher
+                    .borrow_mut()
+                    .take_if(|(id, _)| id == &epoch.id)
+                    .map(|(_, w)| w);
+                let dirty = watched.and_then(|w| w.dirty());
+                let mut found = self.capture_found_in(None, dirty.as_ref())?;
                 failpoint::hit("settle-before-record");
                 self.in_tx(|| {
                     self.record_found(&found, &epoch.session, Some(&epoch.id))?;
@@ -706,9 +732,11 @@ impl Workspace {
         &self,
         old: &State,
         progress: Option<&Progress>,
+        dirty: Option<&crate::watch::Dirty>,
     ) -> Result<Capture, Error> {
         // `Workspace::open` refuses a state directory inside the root, so nothing is skipped.
-        let opts = self.capture_options(&[], progress);
+        let mut opts = self.capture_options(&[], progress);
+        opts.dirty = dirty;
         capture::capture(self.root(), self.store(), old, &opts)
     }
 }

@@ -35,6 +35,8 @@ pub(crate) struct WalkOptions<'a> {
     /// Absolute paths never entered (the state directory, if someone put it inside).
     pub skip: &'a [PathBuf],
     pub progress: Option<&'a Progress>,
+    /// Re-read only these directories; everything else is as the cache says.
+    pub dirty: Option<&'a crate::watch::Dirty>,
 }
 
 /// One directory entry as found on disk. `id` is known when the stat cache vouches for it.
@@ -63,8 +65,26 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
     rayon::scope(|s| {
         walk_dir(s, root, Vec::new(), rules, old, opts, &out, &warn);
     });
+    let mut dirs = out.into_inner().unwrap();
+    if opts.dirty.is_some() {
+        // Directories the walk did not enter are unchanged: take them from the cache, parents
+        // first, as long as their parent still lists them as a directory.
+        let mut rest: Vec<&Vec<u8>> = old.dirs.keys().filter(|k| !dirs.contains_key(*k)).collect();
+        rest.sort_by_key(|k| k.iter().filter(|b| **b == b'/').count());
+        for rel in rest {
+            let (parent, name) = relpath::split(rel);
+            let listed = dirs.get(parent).is_some_and(|entries: &Vec<Found>| {
+                entries
+                    .iter()
+                    .any(|f| f.stat.name == name && f.stat.kind == EntryKind::Dir)
+            });
+            if listed && !rel.is_empty() {
+                dirs.insert(rel.clone(), cached_found(&old.dirs[rel]));
+            }
+        }
+    }
     Walk {
-        dirs: out.into_inner().unwrap(),
+        dirs,
         warnings: warn.into_inner().unwrap(),
     }
 }
@@ -87,6 +107,27 @@ fn walk_dir<'s>(
         _ => rules,
     };
     let cached: &[StatEntry] = old.dirs.get(&rel).map(|v| v.as_slice()).unwrap_or(&[]);
+    if let Some(dirty) = opts.dirty {
+        if !dirty.reads(&rel) && old.dirs.contains_key(&rel) {
+            // Nothing happened here: the cache is the listing. Enter only children below
+            // which something happened.
+            let found = cached_found(cached);
+            for f in &found {
+                let child = relpath::join(&rel, &f.stat.name);
+                if f.stat.kind == EntryKind::Dir && dirty.enters(&child) {
+                    let child_rules = rules.clone();
+                    scope.spawn(move |s| {
+                        walk_dir(s, root, child, child_rules, old, opts, out, warn)
+                    });
+                }
+            }
+            if !local_warn.is_empty() {
+                warn.lock().unwrap().extend(local_warn);
+            }
+            out.lock().unwrap().insert(rel, found);
+            return;
+        }
+    }
     let mut found = Vec::new();
     let needs_path = !opts.skip.is_empty() || rules.as_ref().is_some_and(|r| r.has_matchers());
     let rd = match std::fs::read_dir(&abs) {
@@ -213,6 +254,12 @@ fn walk_dir<'s>(
     for f in &found {
         if f.stat.kind == EntryKind::Dir {
             let child = relpath::join(&rel, &f.stat.name);
+            if let Some(dirty) = opts.dirty {
+                // A directory already known and untouched below keeps its cached subtree.
+                if old.dirs.contains_key(&child) && !dirty.enters(&child) {
+                    continue;
+                }
+            }
             let child_rules = rules.clone();
             scope.spawn(move |s| walk_dir(s, root, child, child_rules, old, opts, out, warn));
         }
@@ -221,6 +268,19 @@ fn walk_dir<'s>(
         warn.lock().unwrap().extend(local_warn);
     }
     out.lock().unwrap().insert(rel, found);
+}
+
+/// Cached entries, vouched for as they are.
+fn cached_found(entries: &[StatEntry]) -> Vec<Found> {
+    entries
+        .iter()
+        .map(|e| Found {
+            stat: e.clone(),
+            known: true,
+            uncovered: (e.kind == EntryKind::Uncovered)
+                .then(|| "not captured (unchanged since)".to_string()),
+        })
+        .collect()
 }
 
 pub(crate) fn uncovered(name: Vec<u8>, size: u64, why: String) -> Found {

@@ -65,6 +65,8 @@ pub struct Workspace {
     created: bool,
     /// Held while this process runs an opaque epoch (see `record::begin_epoch`).
     pub(crate) opaque: std::cell::RefCell<Option<(String, WorkspaceLock)>>,
+    /// The watcher of this process's open opaque epoch, if it could be armed.
+    pub(crate) watcher: std::cell::RefCell<Option<(String, crate::watch::Watcher)>>,
 }
 
 /// A recorded whole-tree snapshot.
@@ -234,6 +236,7 @@ impl Workspace {
         let db = db::open(&dir.join("meta.sqlite"))?;
         Ok(Workspace {
             opaque: std::cell::RefCell::new(None),
+            watcher: std::cell::RefCell::new(None),
             root,
             id,
             dir,
@@ -295,6 +298,7 @@ impl Workspace {
             time_budget: self.config.capture.time_budget(),
             skip,
             progress,
+            dirty: None,
         }
     }
 
