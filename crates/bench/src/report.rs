@@ -168,6 +168,34 @@ impl Report {
             "revert",
             "revert",
         );
+        let _ = writeln!(
+            s,
+            "\n#### The op log (issue 3), same tree, same run\n\n{head}"
+        );
+        self.row(
+            &mut s,
+            "Exact epoch around one 4 KiB write (`epoch begin --path`, write, `epoch end`: two processes; git: none)",
+            "-",
+            "exact",
+        );
+        self.row(
+            &mut s,
+            "Opaque epoch around `true` (`rewind exec -- true`) vs git's no-op `track`",
+            "noop",
+            "exec-noop",
+        );
+        self.row(
+            &mut s,
+            "Rewind a turn that changed 20 files (`rewind restore CHECKPOINT`) vs git's whole-tree `restore`",
+            "restore",
+            "turn-rewind",
+        );
+        self.row(
+            &mut s,
+            "Rewind a turn that changed 20 files vs git's per-file `revert TREE paths…`",
+            "revert",
+            "turn-rewind",
+        );
         let [(g0, g1), (r0, r1)] = self.sizes_many;
         let _ = writeln!(
             s,
@@ -284,6 +312,40 @@ impl Report {
                 "{} no-op capture no slower than git's no-op `track`: {} vs {}",
                 mark(r <= g),
                 secs(g),
+                secs(r)
+            ));
+        }
+        if let Some(r) = self.wall("exact", Tool::Rewind) {
+            v.push(format!(
+                "{} exact epoch around one 4 KiB write under 10 ms: {} (two processes)",
+                mark(r.as_secs_f64() < 0.010),
+                secs(r)
+            ));
+        }
+        if let (Some(g), Some(r)) = (self.wall("noop", Tool::Git), self.wall("exec-noop", Tool::Rewind)) {
+            v.push(format!(
+                "{} opaque epoch around a command that changes nothing no slower than git's no-op `track`: {} vs {}",
+                mark(r <= g),
+                secs(g),
+                secs(r)
+            ));
+        }
+        if let (Some(g), Some(gr), Some(r)) = (
+            self.wall("restore", Tool::Git),
+            self.wall("revert", Tool::Git),
+            self.wall("turn-rewind", Tool::Rewind),
+        ) {
+            let x = g.as_secs_f64() / r.as_secs_f64();
+            v.push(format!(
+                "{} rewinding a 20-file turn ≥ 20x faster than git's whole-tree `restore`: {} vs {} = {x:.0}x",
+                mark(x >= 20.0),
+                secs(g),
+                secs(r)
+            ));
+            v.push(format!(
+                "{} rewinding a 20-file turn no slower than git's per-file `revert`: {} vs {}",
+                mark(r <= gr),
+                secs(gr),
                 secs(r)
             ));
         }

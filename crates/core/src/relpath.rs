@@ -13,10 +13,13 @@ pub fn from_user(root: &Path, cwd: &Path, input: &Path) -> Result<Vec<u8>, Error
     if input.as_os_str().as_bytes().contains(&0) {
         return Err(Error::Usage("a path contains a NUL byte".into()));
     }
+    // Relative to the current directory when it is inside the workspace (like a shell), else
+    // to the workspace root (so `rewind -C DIR … --path src/x` works from anywhere).
+    let base = if cwd.starts_with(root) { cwd } else { root };
     let joined = if input.is_absolute() {
         input.to_path_buf()
     } else {
-        cwd.join(input)
+        base.join(input)
     };
     // Lexical normalisation only: never resolve symlinks, they are data here.
     let mut parts: Vec<&OsStr> = Vec::new();
@@ -105,6 +108,10 @@ mod tests {
         );
         assert!(from_user(root, Path::new("/w"), Path::new("../etc/passwd")).is_err());
         assert!(from_user(root, Path::new("/w"), Path::new("/etc")).is_err());
+        assert_eq!(
+            from_user(root, Path::new("/elsewhere"), Path::new("src/x")).unwrap(),
+            b"src/x"
+        );
         assert!(check(b"a/../b").is_err());
         assert!(check(b"/a").is_err());
         assert!(check(b"a//b").is_err());
