@@ -322,7 +322,10 @@ impl Report {
                 secs(r)
             ));
         }
-        if let (Some(g), Some(r)) = (self.wall("noop", Tool::Git), self.wall("exec-noop", Tool::Rewind)) {
+        if let (Some(g), Some(r)) = (
+            self.wall("noop", Tool::Git),
+            self.wall("exec-noop", Tool::Rewind),
+        ) {
             v.push(format!(
                 "{} opaque epoch around a command that changes nothing no slower than git's no-op `track`: {} vs {}",
                 mark(r <= g),

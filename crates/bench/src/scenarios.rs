@@ -407,14 +407,29 @@ impl Bench<'_> {
     /// The op log on the many-files tree (issue 3): an exact epoch around one 4 KiB write, an
     /// opaque epoch around a command that changes nothing, and rewinding a turn that changed
     /// 20 files, each a whole process (the exact epoch is two: `epoch begin`, `epoch end`).
-    fn op_log(&mut self, tree: &Path, home: &Path, edits: &Edits, master: &Path, rep: u32) -> Result<()> {
+    fn op_log(
+        &mut self,
+        tree: &Path,
+        home: &Path,
+        edits: &Edits,
+        master: &Path,
+        rep: u32,
+    ) -> Result<()> {
         let target = edits.edited[0].clone();
         for k in 0..5u64 {
-            let (b, _) = measure::run(&mut self.rw(tree, home, &["epoch", "begin", "--tool", "write", "--path", &target]))?;
+            let (b, _) = measure::run(&mut self.rw(
+                tree,
+                home,
+                &["epoch", "begin", "--tool", "write", "--path", &target],
+            ))?;
             std::fs::write(tree.join(&target), noise(9000 + k + 10 * rep as u64, 4096))?;
             let (e, _) = measure::run(&mut self.rw(tree, home, &["epoch", "end"]))?;
             let both = sum(b, e);
-            self.log(format_args!("rewind exact            {:>9.3} s  cpu {:>8.3} s", both.wall.as_secs_f64(), both.cpu.as_secs_f64()));
+            self.log(format_args!(
+                "rewind exact            {:>9.3} s  cpu {:>8.3} s",
+                both.wall.as_secs_f64(),
+                both.cpu.as_secs_f64()
+            ));
             self.report.add("exact", Tool::Rewind, both);
         }
         // Put the file back as the master tree has it (an edit outside any epoch: recorded as
@@ -422,7 +437,11 @@ impl Bench<'_> {
         std::fs::write(tree.join(&target), std::fs::read(master.join(&target))?)?;
         self.untimed(&mut self.rw(tree, home, &["exec", "--", "true"]))?;
         for _ in 0..3 {
-            self.step("exec-noop", Tool::Rewind, &mut self.rw(tree, home, &["exec", "--", "true"]))?;
+            self.step(
+                "exec-noop",
+                Tool::Rewind,
+                &mut self.rw(tree, home, &["exec", "--", "true"]),
+            )?;
         }
         // A turn: checkpoint, then one shell command that edits 10, creates 5 and deletes 5
         // files; rewinding it must touch exactly those 20.
@@ -442,12 +461,26 @@ impl Bench<'_> {
         let label = format!("turn-{rep}");
         self.untimed(&mut self.rw(tree, home, &["checkpoint", "--message", &label]))?;
         let sf = script_file.to_string_lossy().into_owned();
-        self.untimed(&mut self.rw(tree, home, &["exec", "--", "sh", &sf]).current_dir(tree))?;
-        let (_, out) = self.step("turn-rewind", Tool::Rewind, &mut self.rw(tree, home, &["restore", &label]))?;
+        self.untimed(
+            &mut self
+                .rw(tree, home, &["exec", "--", "sh", &sf])
+                .current_dir(tree),
+        )?;
+        let (_, out) = self.step(
+            "turn-rewind",
+            Tool::Rewind,
+            &mut self.rw(tree, home, &["restore", &label]),
+        )?;
         let v: serde_json::Value = serde_json::from_str(&out).context("rewind restore --json")?;
         let steps = v["steps"].as_array().map(Vec::len).unwrap_or(0);
-        ensure!(steps == 20, "rewinding the turn planned {steps} steps, not 20: {out}");
-        ensure!(edits.verify(master, tree, "rewind restore (turn)")? == 0, "the rewind kept created files");
+        ensure!(
+            steps == 20,
+            "rewinding the turn planned {steps} steps, not 20: {out}"
+        );
+        ensure!(
+            edits.verify(master, tree, "rewind restore (turn)")? == 0,
+            "the rewind kept created files"
+        );
         Ok(())
     }
 

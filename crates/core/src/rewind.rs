@@ -639,6 +639,9 @@ impl Workspace {
     /// `rewind recover`: the same, explicitly.
     pub fn recover(&self) -> Result<Recovered, Error> {
         let _lock = self.lock(crate::lock::default_wait(), "recover")?;
+        // Also index any pack in place but unindexed (every open only checks for writers that
+        // died while publishing).
+        self.store().adopt_orphans()?;
         self.recover_locked()
     }
 }

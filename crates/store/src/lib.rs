@@ -159,8 +159,9 @@ impl Store {
     /// lives in the SQLite database `index_db` (which other crates share for their own tables).
     /// Cleans up temporary packs of dead writers and adopts orphan packs.
     ///
-    /// Runs on every CLI command, so it stays cheap: one listing of `tmp/`, one of the pack
-    /// directories, and one query for the indexed pack names.
+    /// Runs on every CLI command, so it stays cheap: one listing of `tmp/` (dead writers' temp
+    /// packs and publish markers); pack directories are listed only by
+    /// [`Store::adopt_orphans`].
     pub fn open(packs_dir: &Path, index_db: &Path, config: StoreConfig) -> Result<Store> {
         let tmp = packs_dir.join(pack::TMP_DIR);
         fs::create_dir_all(&tmp).map_err(|source| Error::Io {
@@ -182,17 +183,30 @@ impl Store {
             open_packs: PackCache::default(),
         };
         pack::remove_dead_temp_packs(packs_dir)?;
-        store.adopt_orphans()?;
+        let dead = pack::dead_publications(packs_dir)?;
+        if !dead.is_empty() {
+            store.adopt(dead.iter().map(|(name, _)| name.clone()).collect())?;
+            for (_, marker) in &dead {
+                pack::remove_marker(marker);
+            }
+        }
         Ok(store)
     }
 
-    /// Indexes packs that are in place but not in the index: a writer that died between
-    /// renaming its packs and committing their rows. Their trailers say what they hold. A pack
-    /// whose trailer cannot be read is left for `fsck` to report.
-    fn adopt_orphans(&self) -> Result<()> {
+    /// Indexes every pack that is in place but not in the index (one listing of every pack
+    /// directory). Open already adopts the packs of writers that died while publishing; this
+    /// catches the rest (for example packs copied in by hand).
+    pub fn adopt_orphans(&self) -> Result<()> {
+        self.adopt(pack::packs_on_disk(&self.packs_dir)?)
+    }
+
+    /// Indexes those of `names` that are in place but not in the index: a writer that died
+    /// between renaming its packs and committing their rows. Their trailers say what they hold.
+    /// A pack whose trailer cannot be read is left for `fsck` to report.
+    fn adopt(&self, names: Vec<String>) -> Result<()> {
         let indexed = self.index.pack_names()?;
         let mut orphans = Vec::new();
-        for name in pack::packs_on_disk(&self.packs_dir)? {
+        for name in names {
             if indexed.contains(&name) {
                 continue;
             }

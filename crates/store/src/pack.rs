@@ -303,6 +303,64 @@ impl SealedPack {
     }
 }
 
+/// `tmp/<name>.publishing`, locked by the writer from before its pack is renamed into place
+/// until the pack's index rows are committed.
+pub(crate) struct PublishMarker {
+    path: PathBuf,
+    _file: File,
+}
+
+pub(crate) const PUBLISHING: &str = "publishing";
+
+impl PublishMarker {
+    pub fn create(packs_dir: &Path, name: &str) -> Result<PublishMarker> {
+        let path = packs_dir.join(TMP_DIR).join(format!("{name}.{PUBLISHING}"));
+        let file = File::create(&path).map_err(io_err("create publish marker", &path))?;
+        file.lock().map_err(io_err("lock publish marker", &path))?;
+        Ok(PublishMarker { path, _file: file })
+    }
+
+    pub fn remove(self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Pack names whose publisher died before indexing them (their marker's lock is free); the
+/// markers are removed by [`remove_marker`] once the packs are dealt with.
+pub(crate) fn dead_publications(packs_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let tmp = packs_dir.join(TMP_DIR);
+    let mut out = Vec::new();
+    for f in fs::read_dir(&tmp).map_err(io_err("list temp packs", &tmp))? {
+        let f = f.map_err(io_err("list temp packs", &tmp))?;
+        let path = f.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(&format!(".{PUBLISHING}")))
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        let Ok(file) = File::open(&path) else {
+            continue;
+        };
+        if file.try_lock().is_ok() {
+            out.push((name, path));
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn remove_marker(path: &Path) {
+    let _ = fs::remove_file(path);
+}
+
+impl SealedPack {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// A pack in place under its final name, not necessarily indexed yet.
 pub(crate) struct PublishedPack {
     pub name: String,

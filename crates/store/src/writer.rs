@@ -204,6 +204,13 @@ impl<'s> Writer<'s> {
         let mut dirs: Vec<PathBuf> = Vec::new();
         let mut created_dir = false;
         let mut published = Vec::with_capacity(st.sealed.len());
+        // Markers say "being published" (held under a kernel lock): if this process dies between
+        // the rename and the index commit, the next open adopts exactly these packs, without
+        // listing every pack directory.
+        let mut markers = Vec::with_capacity(st.sealed.len());
+        for s in &st.sealed {
+            markers.push(pack::PublishMarker::create(packs_dir, s.name())?);
+        }
         for s in std::mem::take(&mut st.sealed) {
             let (dir, created, p) = s.publish(packs_dir)?;
             created_dir |= created;
@@ -222,6 +229,9 @@ impl<'s> Writer<'s> {
         crate::crash_tests::after_rename_hook();
         if !published.is_empty() {
             self.store.index.insert_packs(&published)?;
+        }
+        for m in markers {
+            m.remove();
         }
         st.stats.new_pack_bytes = published.iter().map(|p| p.size).sum();
         Ok(st.stats)
