@@ -462,8 +462,7 @@ impl Bench<'_> {
         self.untimed(&mut self.rw(tree, home, &["checkpoint", "--message", &label]))?;
         let sf = script_file.to_string_lossy().into_owned();
         self.untimed(
-            &mut self
-                .rw(tree, home, &["exec", "--", "sh", &sf])
+            self.rw(tree, home, &["exec", "--", "sh", &sf])
                 .current_dir(tree),
         )?;
         let (_, out) = self.step(
