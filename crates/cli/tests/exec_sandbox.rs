@@ -3,17 +3,7 @@
 
 mod common;
 
-use common::{text, Env};
-
-fn require_bwrap() {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "bwrap not found in PATH: install bubblewrap (apt-get install -y bubblewrap)"
-    );
-}
+use common::{require_bwrap, text, Env};
 
 #[test]
 fn sandboxed_exec_is_recorded_confined_and_rewindable() {

@@ -324,15 +324,7 @@ impl Workspace {
         let mut stmt = self
             .db
             .prepare("SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq")?;
-        let rows = stmt.query_map([], |r| {
-            let root: Vec<u8> = r.get(1)?;
-            Ok(Snapshot {
-                seq: r.get(0)?,
-                root: ObjectId(root.try_into().unwrap_or([0; 32])),
-                created_ns: r.get(2)?,
-                label: r.get(3)?,
-            })
-        })?;
+        let rows = stmt.query_map([], snapshot_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -375,15 +367,7 @@ impl Workspace {
             .query_row(
                 "SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq DESC LIMIT 1",
                 [],
-                |r| {
-                    let root: Vec<u8> = r.get(1)?;
-                    Ok(Snapshot {
-                        seq: r.get(0)?,
-                        root: ObjectId(root.try_into().unwrap_or([0; 32])),
-                        created_ns: r.get(2)?,
-                        label: r.get(3)?,
-                    })
-                },
+                snapshot_row,
             )
             .ok();
         let state = State::load(&self.state_path());
@@ -492,6 +476,16 @@ impl Workspace {
         }
         Ok((report, lost))
     }
+}
+
+fn snapshot_row(r: &rusqlite::Row) -> rusqlite::Result<Snapshot> {
+    let root: Vec<u8> = r.get(1)?;
+    Ok(Snapshot {
+        seq: r.get(0)?,
+        root: ObjectId(root.try_into().unwrap_or([0; 32])),
+        created_ns: r.get(2)?,
+        label: r.get(3)?,
+    })
 }
 
 fn refuse_broad_root(root: &Path, force: bool) -> Result<(), Error> {

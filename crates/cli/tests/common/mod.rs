@@ -82,3 +82,14 @@ pub fn noise(seed: u64, len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// The sandbox tests need bubblewrap; without it they fail (never pass silently).
+pub fn require_bwrap() {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()))
+        .unwrap_or(false);
+    assert!(
+        found,
+        "bwrap not found in PATH: install bubblewrap (apt-get install -y bubblewrap)"
+    );
+}
