@@ -65,6 +65,12 @@ pub enum Command {
     Recover(commands::recover::Args),
     /// Run commands in the OS sandbox (layer ④), or check that it works here.
     Sandbox(commands::sandbox::Args),
+    // The guarded tools: their help (summary, details, examples) is the doc of their Args.
+    Read(commands::read::Args),
+    CheckWrite(commands::check_write::Args),
+    Write(commands::write::Args),
+    Edit(commands::edit::Args),
+    ApplyPatch(commands::apply_patch::Args),
 }
 
 fn main() {
