@@ -6,7 +6,6 @@ pub const USAGE: i32 = 2;
 #[allow(dead_code)]
 pub const CONFLICT: i32 = 3;
 pub const BUSY: i32 = 4;
-#[allow(dead_code)]
 pub const GUARD: i32 = 5;
 pub const SANDBOX: i32 = 6;
 pub const UNAVAILABLE: i32 = 7;
@@ -60,6 +59,7 @@ fn core_code(e: &rewind_core::Error) -> i32 {
         E::Busy { .. } => BUSY,
         E::Store(s) => store_code(s),
         E::Usage(_) => USAGE,
+        E::Guard(_) => GUARD,
         _ => ERROR,
     }
 }

@@ -52,6 +52,12 @@ pub enum Command {
     Undo(commands::restore::UndoArgs),
     Recover(commands::recover::Args),
     Sandbox(commands::sandbox::Args),
+    // The guarded tools: their help (summary, details, examples) is the doc of their Args.
+    Read(commands::read::Args),
+    CheckWrite(commands::check_write::Args),
+    Write(commands::write::Args),
+    Edit(commands::edit::Args),
+    ApplyPatch(commands::apply_patch::Args),
 }
 
 fn main() {

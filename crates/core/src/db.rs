@@ -19,6 +19,8 @@ const MIGRATIONS: &[&str] = &[
     );",
     // 2: the op log: sessions, nodes, epochs, changes, checkpoints, restore journal.
     crate::oplog::MIGRATION,
+    // 3: the read-before-edit guard's per-session fingerprints.
+    crate::guard::MIGRATION,
 ];
 
 pub fn open(path: &Path) -> Result<Connection, Error> {

@@ -22,6 +22,14 @@ pub enum Error {
     /// The directory is not a usable workspace root (refused, replaced, or misplaced state).
     #[error("{0}")]
     Workspace(String),
+    /// A guarded write was refused (exit 5): a file never read in this session, or changed
+    /// since it was read. Nothing was written.
+    #[error("refusing to write {}", crate::guard::describe_refusals(.0))]
+    Guard(Vec<crate::guard::GuardRefusal>),
+    /// A guarded tool could not do what was asked (no match for an edit, a hunk that does not
+    /// apply, not a regular file). Nothing was written.
+    #[error("{path}: {message}")]
+    Tool { path: String, message: String },
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,

@@ -9,15 +9,18 @@
 mod capture;
 pub mod config;
 mod db;
+pub mod edit;
 mod entry;
 mod error;
 pub mod failpoint;
 mod fsops;
+pub mod guard;
 mod history;
 mod home;
 mod ignore_rules;
 mod lock;
 pub mod oplog;
+pub mod patch;
 mod record;
 pub mod relpath;
 pub mod restore;
@@ -29,8 +32,13 @@ mod workspace;
 
 pub use capture::{Capture, CaptureStats, Uncovered};
 pub use config::Config;
+pub use edit::EditSpec;
 pub use entry::{Change, Entry, EntryView};
 pub use error::Error;
+pub use guard::{
+    ChangedBy, Edited, Fingerprint, GuardRefusal, LineRange, PatchOptions, Patched, PatchedFile,
+    ReadResult, RefusalKind, ToolCall, WriteCheck,
+};
 pub use history::LogItem;
 pub use home::rewind_home;
 pub use lock::WorkspaceLock;

@@ -1,17 +1,22 @@
 //! One module per command. Each exposes `Args` (clap) and `run`, returning the exit code.
 
+pub mod apply_patch;
+pub mod check_write;
 pub mod checkpoint;
 pub mod diff;
+pub mod edit;
 pub mod epoch;
 pub mod exec;
 pub mod fsck;
 pub mod init;
 pub mod log;
+pub mod read;
 pub mod recover;
 pub mod restore;
 pub mod sandbox;
 pub mod show;
 pub mod status;
+pub mod write;
 
 use std::path::PathBuf;
 
@@ -35,6 +40,11 @@ pub fn run(cli: &Cli) -> anyhow::Result<i32> {
         Command::Undo(args) => restore::run_undo(cli, args),
         Command::Recover(args) => recover::run(cli, args),
         Command::Sandbox(args) => sandbox::run(cli, args),
+        Command::Read(args) => read::run(cli, args),
+        Command::CheckWrite(args) => check_write::run(cli, args),
+        Command::Write(args) => write::run(cli, args),
+        Command::Edit(args) => edit::run(cli, args),
+        Command::ApplyPatch(args) => apply_patch::run(cli, args),
     }
 }
 

@@ -1,0 +1,110 @@
+//! `rewind apply-patch`: a guarded, all-or-nothing unified diff.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use rewind_core::PatchOptions;
+use serde::Serialize;
+
+use super::write::{ToolArgs, Written};
+use crate::Cli;
+
+/// Guarded, all-or-nothing unified diff from stdin or a file (one exact epoch)
+///
+/// Applies a unified diff (as `git diff` writes it) from stdin or FILE, guarded and
+/// all-or-nothing: every existing file it changes, deletes or renames must have been read in
+/// this session and be unchanged since (exit 5 otherwise); every hunk of every file must apply
+/// exactly, or nothing is written (exit 1, naming the hunk and the differing line). Adds,
+/// deletes, renames, copies and mode changes are supported; binary patches, symlinks and paths
+/// outside the workspace are refused. A hunk whose context is not at the stated line is applied
+/// where its context matches exactly nearest to it (as `git apply` does; never fuzzy). One exact
+/// epoch over every touched path; prints its id as the last line.
+///
+/// Examples:
+///   git diff | rewind apply-patch --dry-run
+///   rewind apply-patch fix.patch
+///   rewind apply-patch -p0 < plain.diff
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The patch file [default: stdin].
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Check everything (guard, every hunk) and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Strip N leading components from the file names [default: 1 for git diffs; for plain
+    /// diffs 1 when the names look like a/… and b/…, else 0].
+    #[arg(short = 'p', long = "strip", value_name = "N")]
+    pub strip: Option<usize>,
+    #[command(flatten)]
+    pub tool: ToolArgs,
+}
+
+#[derive(Serialize)]
+struct DryRun {
+    dry_run: bool,
+    files: Vec<rewind_core::PatchedFile>,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
+    let ws = super::open_workspace(cli, false)?;
+    let text = match &args.file {
+        Some(f) => std::fs::read(f).with_context(|| format!("reading {}", f.display()))?,
+        None => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .context("reading the patch from stdin")?;
+            buf
+        }
+    };
+    let opts = PatchOptions {
+        strip: args.strip,
+        dry_run: args.dry_run,
+    };
+    let patched = ws.apply_patch(&cli.session, &text, &opts, &args.tool.call("apply-patch"))?;
+    let describe = |f: &rewind_core::PatchedFile| match &f.from {
+        Some(from) => format!(
+            "  {:<8} {} -> {}",
+            f.op,
+            String::from_utf8_lossy(from),
+            String::from_utf8_lossy(&f.path)
+        ),
+        None => format!("  {:<8} {}", f.op, String::from_utf8_lossy(&f.path)),
+    };
+    match &patched.settled {
+        None => {
+            let out = DryRun {
+                dry_run: true,
+                files: patched.files.clone(),
+            };
+            crate::output::emit(cli.json, &out, |o| {
+                println!(
+                    "the patch applies cleanly ({} files); nothing written",
+                    o.files.len()
+                );
+                for f in &o.files {
+                    println!("{}", describe(f));
+                }
+            })?;
+        }
+        Some(s) => {
+            let mut out = Written::new(s);
+            out.files = Some(patched.files.clone());
+            crate::output::emit(cli.json, &out, |o| {
+                println!(
+                    "applied the patch ({} files) as epoch {}",
+                    patched.files.len(),
+                    o.id
+                );
+                for f in &patched.files {
+                    println!("{}", describe(f));
+                }
+                println!("{}", o.id);
+            })?;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,110 @@
+//! `rewind write`: a guarded whole-file write from stdin; shared helpers of the guarded tools.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use rewind_core::{relpath, PatchedFile, Settled, ToolCall, Workspace};
+use serde::Serialize;
+
+use crate::Cli;
+
+/// Guarded write of a whole file from stdin (one exact epoch)
+///
+/// Writes PATH with the content of stdin, guarded: an existing file must have been read in this
+/// session (`rewind read`) and be unchanged since (exit 5 otherwise, with the reason); a new
+/// file needs no read. One exact epoch (undo it with `rewind undo`), atomic on disk (a temp
+/// file renamed into place, the file's mode kept); the session's read baseline is refreshed,
+/// so it can write again without reading again. Prints the epoch id as the last line.
+///
+/// Examples:
+///   printf 'hello\n' | rewind write notes.txt
+///   rewind -s agent-7 write --tool-call call_12 src/lib.rs < new_lib.rs
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The file (relative to the current directory, or absolute inside the workspace).
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    #[command(flatten)]
+    pub tool: ToolArgs,
+}
+
+/// How the epoch of a guarded tool is labelled.
+#[derive(clap::Args, Debug)]
+pub struct ToolArgs {
+    /// The tool name recorded with the epoch [default: the command's name].
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// The agent's tool call id recorded with the epoch.
+    #[arg(long, value_name = "ID")]
+    pub tool_call: Option<String>,
+}
+
+impl ToolArgs {
+    pub fn call(&self, default: &str) -> ToolCall {
+        ToolCall {
+            name: self.tool.clone().unwrap_or_else(|| default.to_string()),
+            id: self.tool_call.clone(),
+        }
+    }
+}
+
+/// A user-supplied path (relative to the current directory) as a workspace-relative one.
+pub fn user_path(ws: &Workspace, p: &Path) -> anyhow::Result<Vec<u8>> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    Ok(relpath::from_user(ws.root(), &cwd, p)?)
+}
+
+/// What a guarded write prints.
+#[derive(Serialize)]
+pub struct Written {
+    pub id: String,
+    pub session: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replacements: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<PatchedFile>>,
+    pub changes: Vec<super::ChangeView>,
+}
+
+impl Written {
+    pub fn new(s: &Settled) -> Written {
+        Written {
+            id: s.epoch.id.clone(),
+            session: s.epoch.session.clone(),
+            replacements: None,
+            files: None,
+            changes: s.changes.iter().map(super::ChangeView::from).collect(),
+        }
+    }
+
+    /// Human output: one line per changed path, then the epoch id as the last line.
+    pub fn print(&self, headline: &str) {
+        println!("{headline}");
+        for c in &self.changes {
+            println!("  {:<8} {}", c.action, c.path);
+        }
+        println!("{}", self.id);
+    }
+}
+
+pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
+    let ws = super::open_workspace(cli, false)?;
+    let rel = user_path(&ws, &args.path)?;
+    let mut content = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut content)
+        .context("reading the new content from stdin")?;
+    let settled = ws.write_file(&cli.session, &rel, &content, &args.tool.call("write"))?;
+    let out = Written::new(&settled);
+    crate::output::emit(cli.json, &out, |o| {
+        o.print(&format!(
+            "wrote {} ({} bytes) as epoch {}",
+            args.path.display(),
+            content.len(),
+            o.id
+        ))
+    })?;
+    Ok(0)
+}
