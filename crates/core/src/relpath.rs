@@ -13,15 +13,23 @@ pub fn from_user(root: &Path, cwd: &Path, input: &Path) -> Result<Vec<u8>, Error
     if input.as_os_str().as_bytes().contains(&0) {
         return Err(Error::Usage("a path contains a NUL byte".into()));
     }
-    // Relative to the current directory when it is inside the workspace (like a shell), else
-    // to the workspace root (so `rewind -C DIR … --path src/x` works from anywhere).
-    let base = if cwd.starts_with(root) { cwd } else { root };
-    let joined = if input.is_absolute() {
-        input.to_path_buf()
-    } else {
-        base.join(input)
-    };
-    // Lexical normalisation only: never resolve symlinks, they are data here.
+    // A relative path is taken from the current directory, like a shell would; if that lands
+    // outside the workspace (the command was run elsewhere with `-C DIR`), from the root.
+    if input.is_absolute() {
+        return inside(root, input, input);
+    }
+    inside(root, &cwd.join(input), input).or_else(|e| {
+        if cwd.starts_with(root) {
+            Err(e)
+        } else {
+            inside(root, &root.join(input), input)
+        }
+    })
+}
+
+/// `joined` normalised lexically (never resolving symlinks: they are data here), relative to
+/// `root`, or an error naming what the user typed.
+fn inside(root: &Path, joined: &Path, input: &Path) -> Result<Vec<u8>, Error> {
     let mut parts: Vec<&OsStr> = Vec::new();
     for c in joined.components() {
         match c {
@@ -112,6 +120,13 @@ mod tests {
             from_user(root, Path::new("/elsewhere"), Path::new("src/x")).unwrap(),
             b"src/x"
         );
+        // From the workspace's parent, `w/src/x` is already inside: taken as typed.
+        assert_eq!(
+            from_user(root, Path::new("/"), Path::new("w/src/x")).unwrap(),
+            b"src/x"
+        );
+        // From inside the workspace, a path that climbs out is refused, not re-read from root.
+        assert!(from_user(root, Path::new("/w/sub"), Path::new("../../x")).is_err());
         assert!(check(b"a/../b").is_err());
         assert!(check(b"/a").is_err());
         assert!(check(b"a//b").is_err());

@@ -69,6 +69,18 @@ impl Index {
         }
         // A committed writer must survive power loss, not only a crash.
         conn.pragma_update(None, "synchronous", "FULL")?;
+        // Keep the WAL file when the last connection closes: re-creating it in the next process
+        // costs a directory fsync, and CLI processes are short-lived.
+        // SAFETY: a valid open connection handle and a pointer to a live int, as the call expects.
+        unsafe {
+            let mut on: std::ffi::c_int = 1;
+            rusqlite::ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
+                (&mut on as *mut std::ffi::c_int).cast(),
+            );
+        }
         // Point lookups of 100k objects touch most index pages: read them through a mapping
         // and keep them cached rather than pread them one page at a time.
         conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
