@@ -321,6 +321,11 @@ impl Policy {
         };
         plan.deny_dirs.extend(hide.iter().cloned());
         if self.mode == Mode::ReadOnly {
+            // The private /tmp would hide a workspace that lives under /tmp: show it again,
+            // read-only.
+            if is_within(&self.workspace, Path::new("/tmp")) {
+                plan.read_only.push(self.workspace.clone());
+            }
             return Ok(plan);
         }
         let mut writable = vec![self.workspace.clone()];
