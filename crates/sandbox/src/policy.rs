@@ -583,6 +583,13 @@ mod tests {
         let plan = p
             .plan(&ws, |_, _| panic!("no placeholders in read-only"), &[])
             .unwrap();
-        assert!(plan.writable.is_empty() && plan.read_only.is_empty());
+        assert!(plan.writable.is_empty());
+        // Only the workspace itself, and only when the private /tmp would hide it.
+        let expect: Vec<PathBuf> = if ws.starts_with("/tmp") {
+            vec![ws.clone()]
+        } else {
+            vec![]
+        };
+        assert_eq!(plan.read_only, expect);
     }
 }
