@@ -3,7 +3,6 @@
 //! with the version bump.
 
 use std::path::Path;
-use std::time::Duration;
 
 use rusqlite::Connection;
 
@@ -24,22 +23,7 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 pub fn open(path: &Path) -> Result<Connection, Error> {
-    let conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(30))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    // Keep the WAL file when the last connection closes: re-creating it in the next process
-    // costs a directory fsync, and CLI processes are short-lived.
-    // SAFETY: a valid open connection handle and a pointer to a live int, as the call expects.
-    unsafe {
-        let mut on: std::ffi::c_int = 1;
-        rusqlite::ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
-            (&mut on as *mut std::ffi::c_int).cast(),
-        );
-    }
+    let conn = rewind_store::open_database(path)?;
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS core_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
     )?;

@@ -55,32 +55,37 @@ pub(crate) struct Index {
     conn: Mutex<Connection>,
 }
 
+/// Opens a connection to the SQLite database the store shares with the rest of Rewind, set up
+/// the way every process uses it: WAL (many processes, readers never block the writer), commits
+/// durable across power loss, a bounded wait for other writers, and the WAL file kept between
+/// the short-lived processes (re-creating it costs a directory fsync each time).
+pub fn open_database(path: &Path) -> Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(30))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::Format(format!(
+            "database {} refused WAL mode (got {mode})",
+            path.display()
+        )));
+    }
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    // SAFETY: a valid open connection handle and a pointer to a live int, as the call expects.
+    unsafe {
+        let mut on: std::ffi::c_int = 1;
+        rusqlite::ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
+            (&mut on as *mut std::ffi::c_int).cast(),
+        );
+    }
+    Ok(conn)
+}
+
 impl Index {
     pub fn open(path: &Path) -> Result<Index> {
-        let conn = Connection::open(path)?;
-        // Several processes share the file: wait for a writer rather than fail.
-        conn.busy_timeout(Duration::from_secs(10))?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(Error::Format(format!(
-                "index database {} refused WAL mode (got {mode})",
-                path.display()
-            )));
-        }
-        // A committed writer must survive power loss, not only a crash.
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        // Keep the WAL file when the last connection closes: re-creating it in the next process
-        // costs a directory fsync, and CLI processes are short-lived.
-        // SAFETY: a valid open connection handle and a pointer to a live int, as the call expects.
-        unsafe {
-            let mut on: std::ffi::c_int = 1;
-            rusqlite::ffi::sqlite3_file_control(
-                conn.handle(),
-                c"main".as_ptr(),
-                rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
-                (&mut on as *mut std::ffi::c_int).cast(),
-            );
-        }
+        let conn = open_database(path)?;
         // Point lookups of 100k objects touch most index pages: read them through a mapping
         // and keep them cached rather than pread them one page at a time.
         conn.pragma_update(None, "mmap_size", 256i64 << 20)?;

@@ -31,6 +31,7 @@ mod tree;
 mod writer;
 
 pub use id::{ObjectId, ObjectKind};
+pub use index::open_database;
 pub use tree::{valid_name, EntryKind, Tree, TreeEntry};
 pub use writer::Writer;
 
