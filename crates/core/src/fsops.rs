@@ -71,7 +71,7 @@ impl RootDir {
                 let fd = check(fd).map_err(|e| {
                     if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::ENOTDIR) {
                         io::Error::new(
-                            io::ErrorKind::InvalidInput,
+                            io::ErrorKind::NotADirectory,
                             format!(
                                 "refusing to write under {}: a component is a symlink or not a directory",
                                 relpath::display(rel)
@@ -95,7 +95,7 @@ impl RootDir {
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::InvalidInput
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
                 ) =>
             {
                 return Ok(Present::Absent)

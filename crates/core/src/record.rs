@@ -331,30 +331,7 @@ impl Workspace {
             };
             let epoch = match target {
                 Some(id) => id,
-                None => {
-                    let id = random_hex();
-                    oplog::insert_epoch(
-                        db,
-                        &EpochRow {
-                            id: id.clone(),
-                            pos,
-                            session: String::new(),
-                            kind: EpochKind::External,
-                            state: EpochState::Settled,
-                            tool: None,
-                            tool_call: None,
-                            message: None,
-                            owner: Owner::Session,
-                            paths: Vec::new(),
-                            pre_root: None,
-                            recovered: false,
-                            note: Some(format!("found by session {session}")),
-                            created_ns: now_ns(),
-                            settled_ns: Some(now_ns()),
-                        },
-                    )?;
-                    id
-                }
+                None => self.insert_external(session, pos)?,
             };
             for c in &found.changes {
                 oplog::insert_change(db, &epoch, pos, c, false)?;
@@ -367,7 +344,34 @@ impl Workspace {
         Ok(pos)
     }
 
-    /// Saves the stat cache after the op log recorded everything it implies.
+    /// A settled `external` epoch at `pos` (changes found on disk that no epoch made); returns
+    /// its id. Call inside a transaction.
+    fn insert_external(&self, found_by: &str, pos: i64) -> Result<String, Error> {
+        let id = random_hex();
+        let now = now_ns();
+        oplog::insert_epoch(
+            self.db(),
+            &EpochRow {
+                id: id.clone(),
+                pos,
+                session: String::new(),
+                kind: EpochKind::External,
+                state: EpochState::Settled,
+                tool: None,
+                tool_call: None,
+                message: None,
+                owner: Owner::Session,
+                paths: Vec::new(),
+                pre_root: None,
+                recovered: false,
+                note: Some(format!("found by session {found_by}")),
+                created_ns: now,
+                settled_ns: Some(now),
+            },
+        )?;
+        Ok(id)
+    }
+
     /// Saves the stat cache after the op log recorded everything it implies. A capture that
     /// changed nothing in the cache skips the write (8 MB at 100k files): an older `pos` stays
     /// valid, it only means a few more op-log rows are re-checked next time.
@@ -380,7 +384,9 @@ impl Workspace {
         found.capture.state.save(&self.state_path())
     }
 
-    fn in_tx<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction: committed if it succeeds, rolled back if
+    /// not.
+    pub(crate) fn transaction<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
         self.db().execute_batch("BEGIN IMMEDIATE")?;
         match f() {
             Ok(v) => {
@@ -392,10 +398,6 @@ impl Workspace {
                 Err(e)
             }
         }
-    }
-
-    pub(crate) fn transaction<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-        self.in_tx(f)
     }
 
     /// Opens an epoch for `session`. Anything found changed since the last known state is
@@ -490,7 +492,7 @@ impl Workspace {
             }
             let mut found = self.capture_found(None)?;
             row.pre_root = Some(found.capture.root);
-            self.in_tx(|| {
+            self.transaction(|| {
                 oplog::ensure_session(self.db(), session, now)?;
                 self.record_found(&found, session, None)?;
                 row.pos = oplog::next_pos(self.db())?;
@@ -519,31 +521,11 @@ impl Workspace {
                     }
                 }
             }
-            self.in_tx(|| {
+            self.transaction(|| {
                 oplog::ensure_session(self.db(), session, now)?;
                 if !external.is_empty() {
-                    let ext_id = random_hex();
                     let pos = oplog::next_pos(self.db())?;
-                    oplog::insert_epoch(
-                        self.db(),
-                        &EpochRow {
-                            id: ext_id.clone(),
-                            pos,
-                            session: String::new(),
-                            kind: EpochKind::External,
-                            state: EpochState::Settled,
-                            owner: Owner::Session,
-                            paths: Vec::new(),
-                            note: Some(format!("found by session {session}")),
-                            settled_ns: Some(now),
-                            tool: None,
-                            tool_call: None,
-                            message: None,
-                            pre_root: None,
-                            recovered: false,
-                            created_ns: now,
-                        },
-                    )?;
+                    let ext_id = self.insert_external(session, pos)?;
                     for c in &external {
                         oplog::insert_change(self.db(), &ext_id, pos, c, false)?;
                     }
@@ -622,7 +604,7 @@ impl Workspace {
                 }
                 writer.commit()?;
                 failpoint::hit("settle-before-record");
-                self.in_tx(|| {
+                self.transaction(|| {
                     let pos = oplog::next_pos(self.db())?;
                     for (r, post) in pending.iter().zip(&posts) {
                         if same(&r.change.before, post) {
@@ -648,7 +630,7 @@ impl Workspace {
                 let dirty = watched.and_then(|w| w.dirty());
                 let mut found = self.capture_found_in(None, dirty.as_ref())?;
                 failpoint::hit("settle-before-record");
-                self.in_tx(|| {
+                self.transaction(|| {
                     self.record_found(&found, &epoch.session, Some(&epoch.id))?;
                     oplog::settle_epoch(self.db(), &epoch.id, state, recovered, now)
                 })?;
@@ -700,7 +682,7 @@ impl Workspace {
         // writes no cache when nothing changed (the stat cache makes it O(stat) per file).
         let mut found = self.capture_found(None)?;
         let root = found.capture.root;
-        let row = self.in_tx(|| {
+        let row = self.transaction(|| {
             oplog::ensure_session(self.db(), session, now)?;
             self.record_found(&found, session, None)?;
             let head = oplog::session_head(self.db(), session)?;
