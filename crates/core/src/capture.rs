@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,6 @@ pub struct CaptureOptions<'a> {
     pub ignored: IgnoredPolicy,
     pub max_file_size: u64,
     pub time_budget: Option<Duration>,
-    pub skip: &'a [PathBuf],
     pub progress: Option<&'a Progress>,
     /// From a watcher: only these directories changed.
     pub dirty: Option<&'a crate::watch::Dirty>,
@@ -81,7 +80,6 @@ pub(crate) fn capture(
         old,
         &WalkOptions {
             ignored: opts.ignored,
-            skip: opts.skip,
             progress: opts.progress,
             dirty: opts.dirty,
         },

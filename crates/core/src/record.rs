@@ -716,8 +716,8 @@ impl Workspace {
         progress: Option<&Progress>,
         dirty: Option<&crate::watch::Dirty>,
     ) -> Result<Capture, Error> {
-        // `Workspace::open` refuses a state directory inside the root, so nothing is skipped.
-        let mut opts = self.capture_options(&[], progress);
+        // Nothing to skip: `Workspace::open` refuses a state directory inside the root.
+        let mut opts = self.capture_options(progress);
         opts.dirty = dirty;
         capture::capture(self.root(), self.store(), old, &opts)
     }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -32,8 +32,6 @@ pub struct Progress {
 
 pub(crate) struct WalkOptions<'a> {
     pub ignored: IgnoredPolicy,
-    /// Absolute paths never entered (the state directory, if someone put it inside).
-    pub skip: &'a [PathBuf],
     pub progress: Option<&'a Progress>,
     /// Re-read only these directories; everything else is as the cache says.
     pub dirty: Option<&'a crate::watch::Dirty>,
@@ -129,7 +127,7 @@ fn walk_dir<'s>(
         }
     }
     let mut found = Vec::new();
-    let needs_path = !opts.skip.is_empty() || rules.as_ref().is_some_and(|r| r.has_matchers());
+    let needs_path = rules.as_ref().is_some_and(|r| r.has_matchers());
     let rd = match std::fs::read_dir(&abs) {
         Ok(rd) => rd,
         Err(e) => {
@@ -166,14 +164,9 @@ fn walk_dir<'s>(
         {
             continue;
         }
-        // Building the absolute path costs an allocation per entry: only when a skip list or an
-        // ignore file needs it.
-        let path = (needs_path).then(|| abs.join(OsStr::from_bytes(&name)));
-        if let Some(path) = &path {
-            if opts.skip.iter().any(|s| s == path) {
-                continue;
-            }
-        }
+        // Building the absolute path costs an allocation per entry: only when an ignore file
+        // needs it.
+        let path = needs_path.then(|| abs.join(OsStr::from_bytes(&name)));
         let meta = match dent.metadata() {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,

@@ -287,16 +287,11 @@ impl Workspace {
         &self.db
     }
 
-    pub(crate) fn capture_options<'a>(
-        &self,
-        skip: &'a [PathBuf],
-        progress: Option<&'a Progress>,
-    ) -> CaptureOptions<'a> {
+    pub(crate) fn capture_options<'a>(&self, progress: Option<&'a Progress>) -> CaptureOptions<'a> {
         CaptureOptions {
             ignored: self.config.capture.ignored(),
             max_file_size: self.config.capture.max_file_size(),
             time_budget: self.config.capture.time_budget(),
-            skip,
             progress,
             dirty: None,
         }
