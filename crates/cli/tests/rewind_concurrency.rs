@@ -16,11 +16,12 @@ use rewind_util::*;
 const PROCS: usize = 8;
 const CYCLES: usize = 8;
 
-/// The session's own files (`s<i>/…`) as they are on disk.
+/// The session's own files (`s<i>/…`) as they are on disk. Only that subtree is read: the
+/// other sessions are changing theirs at the same time.
 fn own_files(env: &Env, i: usize) -> Tree {
-    read_tree(env.root())
+    read_tree(&env.root().join(format!("s{i}")))
         .into_iter()
-        .filter(|(k, _)| k.starts_with(format!("s{i}/").as_bytes()))
+        .map(|(k, v)| ([format!("s{i}/").as_bytes(), &k].concat(), v))
         .collect()
 }
 
