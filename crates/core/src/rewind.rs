@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use rewind_store::{EntryKind, ObjectId};
+use rewind_store::EntryKind;
 use serde::Serialize;
 
 use crate::entry::{Change, Entry, EntryView};
@@ -707,29 +707,21 @@ fn encode_plan(steps: &[Change]) -> Vec<u8> {
 }
 
 fn decode_plan(data: &[u8]) -> Option<Vec<Change>> {
-    let mut pos = 0usize;
-    let mut take = |n: usize| -> Option<&[u8]> {
-        let s = data.get(pos..pos + n)?;
-        pos += n;
-        Some(s)
-    };
-    let n = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
+    let mut r = rewind_store::ByteReader::new(data);
+    let n = r.u32()? as usize;
     let mut steps = Vec::with_capacity(n.min(1 << 20));
     for _ in 0..n {
-        let len = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let path = take(len)?.to_vec();
+        let len = r.u32()? as usize;
+        let path = r.take(len)?.to_vec();
         let mut entries = [None, None];
         for slot in &mut entries {
-            let kind = take(1)?[0];
+            let kind = r.u8()?;
             if kind != 0 {
-                let mode = u32::from_le_bytes(take(4)?.try_into().ok()?);
-                let size = u64::from_le_bytes(take(8)?.try_into().ok()?);
-                let id = ObjectId(take(32)?.try_into().ok()?);
                 *slot = Some(Entry {
                     kind: EntryKind::from_u8(kind)?,
-                    mode,
-                    size,
-                    id,
+                    mode: r.u32()?,
+                    size: r.u64()?,
+                    id: r.id()?,
                 });
             }
         }
@@ -739,12 +731,13 @@ fn decode_plan(data: &[u8]) -> Option<Vec<Change>> {
             after: entries[1],
         });
     }
-    Some(steps)
+    r.is_done().then_some(steps)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rewind_store::ObjectId;
 
     #[test]
     fn plan_encoding_round_trips_and_orders() {

@@ -138,7 +138,7 @@ fn decode(data: &[u8]) -> Option<State> {
     if blake3::hash(body).as_bytes() != sum {
         return None;
     }
-    let mut r = Reader { data: body, pos: 0 };
+    let mut r = rewind_store::ByteReader::new(body);
     if r.take(4)? != b"RWS1" {
         return None;
     }
@@ -168,31 +168,12 @@ fn decode(data: &[u8]) -> Option<State> {
         }
         dirs.insert(path, entries);
     }
-    (r.pos == body.len()).then_some(State {
+    r.is_done().then_some(State {
         root,
         pos,
         dirs,
         written_ns: 0,
     })
-}
-
-struct Reader<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.data.get(self.pos..self.pos.checked_add(n)?)?;
-        self.pos += n;
-        Some(s)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
 }
 
 #[cfg(test)]

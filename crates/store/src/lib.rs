@@ -42,6 +42,41 @@ use std::path::{Path, PathBuf};
 use chunk::FileObject;
 use pack::{PackCache, PublishedPack, ReadError};
 
+/// Reads the little-endian fixed layouts Rewind writes (trees, the stat cache, restore plans):
+/// every read is bounds-checked and returns `None` past the end, so damaged input is an error,
+/// never a panic.
+pub struct ByteReader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> ByteReader<'a> {
+    pub fn new(data: &'a [u8]) -> ByteReader<'a> {
+        ByteReader { data, pos: 0 }
+    }
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.data.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(s)
+    }
+    pub fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    pub fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    pub fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    pub fn id(&mut self) -> Option<ObjectId> {
+        Some(ObjectId(self.take(32)?.try_into().ok()?))
+    }
+    /// Whether every byte was read.
+    pub fn is_done(&self) -> bool {
+        self.pos == self.data.len()
+    }
+}
+
 /// Files larger than this are split into content-defined chunks.
 pub const CHUNK_THRESHOLD: u64 = 1 << 20;
 

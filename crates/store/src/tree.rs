@@ -116,7 +116,7 @@ impl Tree {
 
     pub fn decode(data: &[u8]) -> Result<Tree, Error> {
         let bad = |why: &str| Error::Format(format!("tree object is malformed: {why}"));
-        let mut r = Cursor { data, pos: 0 };
+        let mut r = crate::ByteReader::new(data);
         if r.take(4).ok_or_else(|| bad("short header"))? != b"RWT1" {
             return Err(bad("bad magic"));
         }
@@ -141,30 +141,11 @@ impl Tree {
                 id: ObjectId(id),
             });
         }
-        if r.pos != data.len() {
+        if !r.is_done() {
             return Err(bad("trailing bytes"));
         }
         let tree = Tree::new(entries)?;
         Ok(tree)
-    }
-}
-
-struct Cursor<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.data.get(self.pos..self.pos.checked_add(n)?)?;
-        self.pos += n;
-        Some(s)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 }
 
