@@ -47,6 +47,24 @@ pub(crate) fn run(store: &Store) -> Result<FsckReport> {
             }
         }
     }
+    // Objects kept inline in the index: verified like packed ones.
+    for id in store.index.inline_ids()? {
+        let Some((e, stored)) = store.index.lookup_inline(&id)? else {
+            continue;
+        };
+        report.objects_checked += 1;
+        let checked = pack::decode_object(&e, stored)
+            .map_err(ReadError::reason)
+            .and_then(|raw| check_decodes(&e, &raw));
+        if let Err(reason) = checked {
+            report.problems.push(FsckProblem::Corrupt {
+                id,
+                kind: e.kind,
+                pack: crate::INLINE.to_string(),
+                reason,
+            });
+        }
+    }
     // Packs on disk but not indexed are orphans the next `Store::open` adopts, unless their
     // trailer cannot be read: then nothing will ever find their objects.
     let mut orphans = pack::packs_on_disk(&store.packs_dir)?;
@@ -66,13 +84,14 @@ pub(crate) fn run(store: &Store) -> Result<FsckReport> {
 }
 
 fn check_object(file: &File, e: &Entry) -> Result<(), String> {
-    let raw = pack::read_object(file, e).map_err(|err| match err {
-        ReadError::Corrupt(reason) => reason,
-        ReadError::Io(err) => format!("read error: {err}"),
-    })?;
+    let raw = pack::read_object(file, e).map_err(ReadError::reason)?;
+    check_decodes(e, &raw)
+}
+
+fn check_decodes(e: &Entry, raw: &[u8]) -> Result<(), String> {
     match e.kind {
         ObjectKind::Blob => Ok(()),
-        ObjectKind::File => FileObject::decode(&raw).map(drop),
-        ObjectKind::Tree => Tree::decode(&raw).map(drop).map_err(|err| err.to_string()),
+        ObjectKind::File => FileObject::decode(raw).map(drop),
+        ObjectKind::Tree => Tree::decode(raw).map(drop).map_err(|err| err.to_string()),
     }
 }

@@ -14,12 +14,13 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::pack::{Compression, Entry, PublishedPack};
 use crate::{Error, ObjectId, ObjectKind, Result, StoreStats};
 
-const SCHEMA_VERSION: &str = "1";
+const SCHEMA_VERSION: &str = "2";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS store_meta (
@@ -43,7 +44,36 @@ CREATE TABLE IF NOT EXISTS store_objects (
     raw_len     INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS store_objects_by_pack ON store_objects(pack, offset);
+CREATE TABLE IF NOT EXISTS store_inline (
+    id          BLOB PRIMARY KEY,
+    kind        INTEGER NOT NULL,
+    compression INTEGER NOT NULL,
+    raw_len     INTEGER NOT NULL,
+    data        BLOB NOT NULL
+);
 ";
+
+/// Version 1 had no inline objects.
+const MIGRATE_1_TO_2: &str = "
+CREATE TABLE IF NOT EXISTS store_inline (
+    id          BLOB PRIMARY KEY,
+    kind        INTEGER NOT NULL,
+    compression INTEGER NOT NULL,
+    raw_len     INTEGER NOT NULL,
+    data        BLOB NOT NULL
+);
+UPDATE store_meta SET value = '2' WHERE key = 'schema_version';
+";
+
+/// An object small enough to be kept in the index itself rather than in a pack: see
+/// `Writer::commit`.
+pub(crate) struct InlineObject {
+    pub id: ObjectId,
+    pub kind: ObjectKind,
+    pub compression: Compression,
+    pub raw_len: u32,
+    pub stored: Vec<u8>,
+}
 
 /// One row of `store_packs`.
 pub(crate) struct PackRow {
@@ -58,7 +88,8 @@ pub(crate) struct Index {
 /// Opens a connection to the SQLite database the store shares with the rest of Rewind, set up
 /// the way every process uses it: WAL (many processes, readers never block the writer), commits
 /// durable across power loss, a bounded wait for other writers, and the WAL file kept between
-/// the short-lived processes (re-creating it costs a directory fsync each time).
+/// the short-lived processes (re-creating it costs a directory fsync each time) and checkpointed
+/// as it grows rather than when a process exits.
 pub fn open_database(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(30))?;
@@ -70,6 +101,16 @@ pub fn open_database(path: &Path) -> Result<Connection> {
         )));
     }
     conn.pragma_update(None, "synchronous", "FULL")?;
+    // Every Rewind command is a short-lived process, and SQLite rebuilds the WAL index from the
+    // WAL file in each one (no other connection keeps it alive), after which it no longer knows
+    // which frames earlier processes already copied into the database. So: no checkpoint when
+    // a connection closes (it would copy the whole WAL again and cost two fsyncs per command),
+    // a small automatic checkpoint instead (every 256 pages, so the rebuild reads at most about
+    // 1 MiB), and a WAL file trimmed back to 4 MiB when it restarts (a first capture of 100k
+    // files writes 11 MB of index in one transaction).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    conn.pragma_update(None, "wal_autocheckpoint", 256)?;
+    conn.pragma_update(None, "journal_size_limit", 4i64 << 20)?;
     // SAFETY: a valid open connection handle and a pointer to a live int, as the call expects.
     unsafe {
         let mut on: std::ffi::c_int = 1;
@@ -103,6 +144,13 @@ impl Index {
             )?;
             tx.commit()?;
         }
+        if schema_version(conn)?.as_deref() == Some("1") {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if schema_version(&tx)?.as_deref() == Some("1") {
+                tx.execute_batch(MIGRATE_1_TO_2)?;
+            }
+            tx.commit()?;
+        }
         match schema_version(conn)? {
             Some(v) if v == SCHEMA_VERSION => Ok(index),
             v => Err(Error::Format(format!(
@@ -120,15 +168,20 @@ impl Index {
 
     pub fn contains(&self, id: &ObjectId) -> Result<bool> {
         let conn = self.conn();
-        let mut st = conn.prepare_cached("SELECT 1 FROM store_objects WHERE id = ?1")?;
+        let mut st = conn.prepare_cached(
+            "SELECT 1 FROM store_objects WHERE id = ?1
+             UNION ALL SELECT 1 FROM store_inline WHERE id = ?1",
+        )?;
         Ok(st.exists([&id.0[..]])?)
     }
 
     /// Every indexed id, sorted. See `Writer`'s dedup check.
     pub fn all_ids(&self) -> Result<Vec<ObjectId>> {
         let conn = self.conn();
-        // The table is clustered by id, so this reads it in order without sorting.
-        let mut st = conn.prepare_cached("SELECT id FROM store_objects ORDER BY id")?;
+        // The object table is clustered by id, so this reads it in order without sorting; the
+        // few inline ids land at the end.
+        let mut st = conn
+            .prepare_cached("SELECT id FROM store_objects UNION ALL SELECT id FROM store_inline")?;
         let mut rows = st.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
@@ -137,7 +190,8 @@ impl Index {
                 out.push(ObjectId(id));
             }
         }
-        // SQLite orders blobs by memcmp, as `[u8; 32]` orders; sorting sorted data is linear.
+        // SQLite orders blobs by memcmp, as `[u8; 32]` orders; sorting nearly sorted data is
+        // about linear.
         out.sort_unstable();
         Ok(out)
     }
@@ -183,23 +237,29 @@ impl Index {
         Ok(Some((pack, entry)))
     }
 
-    /// Indexes packs that are durable in place, all in one transaction. Returns how many
-    /// object rows were new.
-    pub fn insert_packs(&self, packs: &[PublishedPack]) -> Result<u64> {
+    /// Indexes packs that are durable in place and stores inline objects, all in one
+    /// transaction. Returns how many object rows were new.
+    ///
+    /// If the connection is already inside a transaction (the caller's), the rows join it and
+    /// become durable with the caller's commit.
+    pub fn insert(&self, packs: &[PublishedPack], inline: &[InlineObject]) -> Result<u64> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0);
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut inserted = 0;
-        {
-            let mut add_pack = tx.prepare_cached(
+        let conn = self.conn();
+        let own = conn.is_autocommit();
+        if own {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+        }
+        let result = (|| -> Result<u64> {
+            let mut inserted = 0;
+            let mut add_pack = conn.prepare_cached(
                 "INSERT OR IGNORE INTO store_packs (name, size, objects, created_at)
                  VALUES (?1, ?2, ?3, ?4)",
             )?;
-            let mut pack_id = tx.prepare_cached("SELECT id FROM store_packs WHERE name = ?1")?;
-            let mut add_object = tx.prepare_cached(
+            let mut pack_id = conn.prepare_cached("SELECT id FROM store_packs WHERE name = ?1")?;
+            let mut add_object = conn.prepare_cached(
                 "INSERT OR IGNORE INTO store_objects
                  (id, pack, kind, compression, offset, stored_len, raw_len)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -219,9 +279,73 @@ impl Index {
                     ])? as u64;
                 }
             }
+            let mut add_inline = conn.prepare_cached(
+                "INSERT OR IGNORE INTO store_inline (id, kind, compression, raw_len, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for o in inline {
+                inserted += add_inline.execute(params![
+                    &o.id.0[..],
+                    o.kind as u8,
+                    o.compression as u8,
+                    o.raw_len,
+                    o.stored
+                ])? as u64;
+            }
+            Ok(inserted)
+        })();
+        match result {
+            Ok(n) => {
+                if own {
+                    conn.execute_batch("COMMIT")?;
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                if own {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                Err(e)
+            }
         }
-        tx.commit()?;
-        Ok(inserted)
+    }
+
+    /// An inline object's entry (offset 0) and stored bytes.
+    pub fn lookup_inline(&self, id: &ObjectId) -> Result<Option<(Entry, Vec<u8>)>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT kind, compression, raw_len, data FROM store_inline WHERE id = ?1",
+        )?;
+        let row = st
+            .query_row([&id.0[..]], |r| {
+                Ok((
+                    r.get::<_, u8>(0)?,
+                    r.get::<_, u8>(1)?,
+                    r.get::<_, u32>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                ))
+            })
+            .optional()?;
+        let Some((kind, compression, raw_len, data)) = row else {
+            return Ok(None);
+        };
+        let e = entry(*id, kind, compression, 0, data.len() as u32, raw_len)?;
+        Ok(Some((e, data)))
+    }
+
+    /// The ids of all inline objects.
+    pub fn inline_ids(&self) -> Result<Vec<ObjectId>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached("SELECT id FROM store_inline ORDER BY id")?;
+        let mut rows = st.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let id: Vec<u8> = r.get(0)?;
+            out.push(ObjectId(id.try_into().map_err(|_| {
+                Error::Format("inline row with an id that is not 32 bytes".into())
+            })?));
+        }
+        Ok(out)
     }
 
     /// The name of the pack with row id `id`. Row ids are never reused (AUTOINCREMENT), so
@@ -287,7 +411,9 @@ impl Index {
             |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
         )?;
         let (objects, raw_bytes) = conn.query_row(
-            "SELECT count(*), coalesce(sum(raw_len), 0) FROM store_objects",
+            "SELECT (SELECT count(*) FROM store_objects) + (SELECT count(*) FROM store_inline),
+                    (SELECT coalesce(sum(raw_len), 0) FROM store_objects)
+                    + (SELECT coalesce(sum(raw_len), 0) FROM store_inline)",
             [],
             |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
         )?;

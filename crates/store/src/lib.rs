@@ -119,12 +119,18 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What errors and fsck name as the "pack" of an object kept inline in the index.
+pub const INLINE: &str = "(inline in the index)";
+
 /// Tunables. The defaults are what the benchmarks in `docs/benchmarks.md` were run with.
 #[derive(Clone, Debug)]
 pub struct StoreConfig {
     pub zstd_level: i32,
     /// A pack is closed and a new one started once it holds this many bytes.
     pub pack_target_size: u64,
+    /// A writer whose objects come to at most this many stored bytes keeps them in the index
+    /// instead of writing a pack (see [`Writer::commit`]); 0 always writes packs.
+    pub inline_limit: usize,
 }
 
 impl Default for StoreConfig {
@@ -132,6 +138,7 @@ impl Default for StoreConfig {
         StoreConfig {
             zstd_level: 3,
             pack_target_size: 32 << 20,
+            inline_limit: 64 << 10,
         }
     }
 }
@@ -268,7 +275,7 @@ impl Store {
             });
         }
         if !orphans.is_empty() {
-            self.index.insert_packs(&orphans)?;
+            self.index.insert(&orphans, &[])?;
         }
         Ok(())
     }
@@ -291,7 +298,20 @@ impl Store {
 
     /// Reads one object, verified against its id.
     fn read_object(&self, id: &ObjectId) -> Result<(ObjectKind, Vec<u8>)> {
-        let (pack_id, entry) = self.index.lookup(id)?.ok_or(Error::Missing { id: *id })?;
+        let Some((pack_id, entry)) = self.index.lookup(id)? else {
+            let (entry, stored) = self
+                .index
+                .lookup_inline(id)?
+                .ok_or(Error::Missing { id: *id })?;
+            return match pack::decode_object(&entry, stored) {
+                Ok(raw) => Ok((entry.kind, raw)),
+                Err(e) => Err(Error::Corrupt {
+                    id: *id,
+                    pack: INLINE.to_string(),
+                    reason: e.reason(),
+                }),
+            };
+        };
         let (pack, file) = self.open_packs.get(&self.packs_dir, pack_id, || {
             self.index.pack_name(pack_id)?.ok_or_else(|| {
                 Error::Format(format!(
@@ -341,7 +361,7 @@ impl Store {
             Ok(Some((pack_id, _))) => self.index.pack_name(pack_id).ok().flatten(),
             _ => None,
         };
-        let pack = pack.unwrap_or_default();
+        let pack = pack.unwrap_or_else(|| INLINE.to_string());
         Error::Corrupt {
             id: *id,
             pack,

@@ -475,6 +475,15 @@ pub(crate) enum ReadError {
     Corrupt(String),
 }
 
+impl ReadError {
+    pub(crate) fn reason(self) -> String {
+        match self {
+            ReadError::Corrupt(reason) => reason,
+            ReadError::Io(err) => format!("read error: {err}"),
+        }
+    }
+}
+
 /// Reads one object and verifies it: the header must match the index entry, the bytes must
 /// decompress to `raw_len` and hash to the id. Returns the raw bytes.
 pub(crate) fn read_object(file: &File, e: &Entry) -> Result<Vec<u8>, ReadError> {
@@ -492,14 +501,25 @@ pub(crate) fn read_object(file: &File, e: &Entry) -> Result<Vec<u8>, ReadError> 
             "object header does not match the index".into(),
         ));
     }
+    buf.drain(..OBJECT_HEADER_LEN);
+    decode_object(e, buf)
+}
+
+/// The raw bytes of an object from its stored bytes (as in a pack, after the header, or as
+/// inlined in the index), verified against its id.
+pub(crate) fn decode_object(e: &Entry, stored: Vec<u8>) -> Result<Vec<u8>, ReadError> {
+    if stored.len() != e.stored_len as usize {
+        return Err(ReadError::Corrupt(format!(
+            "{} stored bytes, expected {}",
+            stored.len(),
+            e.stored_len
+        )));
+    }
     let raw = match e.compression {
-        Compression::Raw => {
-            buf.copy_within(OBJECT_HEADER_LEN.., 0);
-            buf.truncate(e.stored_len as usize);
-            buf
+        Compression::Raw => stored,
+        Compression::Zstd => {
+            compress::decompress(&stored, e.raw_len as usize).map_err(ReadError::Corrupt)?
         }
-        Compression::Zstd => compress::decompress(&buf[OBJECT_HEADER_LEN..], e.raw_len as usize)
-            .map_err(ReadError::Corrupt)?,
     };
     if raw.len() != e.raw_len as usize {
         return Err(ReadError::Corrupt(format!(

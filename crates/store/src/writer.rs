@@ -10,6 +10,12 @@
 //! (locked, so no other process removes them) until commit renames them into place, fsyncs the
 //! directories and then inserts all index rows in one transaction. A dropped writer's temp packs
 //! are removed; a killed writer's are removed by the next `Store::open`.
+//!
+//! A writer starts by keeping objects in memory and opens a pack only once they exceed
+//! [`crate::StoreConfig::inline_limit`] stored bytes. A writer that never gets there (a guarded
+//! write, an exact epoch, a capture that found a few edits) stores its objects as rows of the
+//! index instead: one SQLite commit makes them durable, where a pack costs a file, a data
+//! fsync, a rename and one or two directory fsyncs before that same commit.
 
 use std::collections::HashSet;
 use std::io::{self, Read};
@@ -18,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::chunk::{self, ContentSink};
+use crate::index::InlineObject;
 use crate::pack::{self, Compression, PackWriter, SealedPack};
 use crate::{compress, CommitStats, Error, ObjectId, ObjectKind, Result, Store, Tree};
 
@@ -38,6 +45,11 @@ const QUERIES_BEFORE_SNAPSHOT: u64 = 1024;
 
 #[derive(Default)]
 struct State {
+    /// Objects not yet in a pack: all of them, until they exceed the inline limit.
+    pending: Vec<InlineObject>,
+    pending_bytes: usize,
+    /// Whether this writer has started writing packs (then `pending` stays empty).
+    packing: bool,
     open: Option<PackWriter>,
     sealed: Vec<SealedPack>,
     /// Ids appended by this writer, so a second put of the same bytes writes nothing.
@@ -126,16 +138,37 @@ impl<'s> Writer<'s> {
             if st.written.contains(&id) {
                 return Ok(id); // another thread stored it meanwhile
             }
+            st.written.insert(id);
+            st.stats.new_objects += 1;
+            st.stats.new_raw_bytes += u64::from(raw_len);
+            if !st.packing && st.pending_bytes + stored.len() <= self.store.config.inline_limit {
+                st.pending_bytes += stored.len();
+                st.pending.push(InlineObject {
+                    id,
+                    kind,
+                    compression,
+                    raw_len,
+                    stored: stored.to_vec(),
+                });
+                return Ok(id);
+            }
             let mut pack = match st.open.take() {
                 Some(p) => p,
-                None => PackWriter::create(&self.store.packs_dir).map_err(|e| st.fail(e))?,
+                None => {
+                    let mut p =
+                        PackWriter::create(&self.store.packs_dir).map_err(|e| st.fail(e))?;
+                    st.packing = true;
+                    st.pending_bytes = 0;
+                    for o in std::mem::take(&mut st.pending) {
+                        p.append(o.id, o.kind, o.compression, o.raw_len, &o.stored)
+                            .map_err(|e| st.fail(e))?;
+                    }
+                    p
+                }
             };
             // On error the pack is dropped, which removes it.
             pack.append(id, kind, compression, raw_len, stored)
                 .map_err(|e| st.fail(e))?;
-            st.written.insert(id);
-            st.stats.new_objects += 1;
-            st.stats.new_raw_bytes += u64::from(raw_len);
             if pack.len() >= self.store.config.pack_target_size {
                 Some(pack)
             } else {
@@ -188,7 +221,10 @@ impl<'s> Writer<'s> {
     }
 
     /// Makes everything written durable: packs fsynced and renamed into place, then the index
-    /// rows in one transaction.
+    /// rows (and the inline objects, if the writer never needed a pack) in one transaction.
+    ///
+    /// Called while the connection is inside a transaction of the caller's, the rows join that
+    /// transaction: the packs are durable now, the rows when the caller commits.
     ///
     /// If this fails after some packs were renamed into place, those packs are orphans: the
     /// next [`Store::open`] indexes them. Either way nothing committed earlier is affected.
@@ -227,8 +263,8 @@ impl<'s> Writer<'s> {
         }
         #[cfg(test)]
         crate::crash_tests::after_rename_hook();
-        if !published.is_empty() {
-            self.store.index.insert_packs(&published)?;
+        if !published.is_empty() || !st.pending.is_empty() {
+            self.store.index.insert(&published, &st.pending)?;
         }
         for m in markers {
             m.remove();

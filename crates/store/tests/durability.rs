@@ -52,7 +52,10 @@ fn committed_objects_are_visible_to_another_open_store() {
 /// Opening a store removes dead writers' temp packs, but never a live writer's.
 #[test]
 fn open_spares_live_writers_temp_packs() {
-    let t = TestStore::new();
+    let t = TestStore::with_config(StoreConfig {
+        inline_limit: 0,
+        ..StoreConfig::default()
+    });
     let w = t.store.writer().unwrap();
     let id = w.put_blob(&random(2, 5000)).unwrap();
     assert_eq!(t.tmp_files().len(), 1);
