@@ -2,8 +2,6 @@
 //! Versioned migrations: each entry of `MIGRATIONS` runs once, in order, in one transaction
 //! with the version bump.
 
-use std::path::Path;
-
 use rusqlite::Connection;
 
 use crate::Error;
@@ -22,13 +20,13 @@ const MIGRATIONS: &[&str] = &[
     crate::guard::MIGRATION,
 ];
 
-pub fn open(path: &Path) -> Result<Connection, Error> {
-    let conn = rewind_store::open_database(path)?;
+/// Brings the engine's tables up to date on `conn` (the store's connection: see
+/// `rewind_store::Store::db`).
+pub fn init(conn: &Connection) -> Result<(), Error> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS core_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
     )?;
-    migrate(&conn)?;
-    Ok(conn)
+    migrate(conn)
 }
 
 fn migrate(conn: &Connection) -> Result<(), Error> {

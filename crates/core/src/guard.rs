@@ -744,7 +744,7 @@ impl Workspace {
             mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
             mode: meta.mode() & 0o7777,
             content: content_id(&content)?,
-            pos: oplog::last_pos(self.db())?,
+            pos: oplog::last_pos(&self.db())?,
             partial: false,
             read_ns: now_ns(),
         };
@@ -874,8 +874,10 @@ impl Workspace {
                 }
             }
         };
-        if let Some(r) = oplog::latest_change(self.db(), rel, after_pos)? {
-            if let Some(e) = oplog::epoch(self.db(), &r.epoch)? {
+        let latest = oplog::latest_change(&self.db(), rel, after_pos)?;
+        if let Some(r) = latest {
+            let epoch = oplog::epoch(&self.db(), &r.epoch)?;
+            if let Some(e) = epoch {
                 if r.pending || e.state == EpochState::Open {
                     // Still running, unless its process died (the next command settles it).
                     return Ok(by_epoch(&e, owner_alive(&e.owner)));
@@ -886,7 +888,8 @@ impl Workspace {
             }
         }
         // Not recorded yet: a tool call still running may be the writer.
-        for e in oplog::open_epochs(self.db())?.iter().rev() {
+        let open = oplog::open_epochs(&self.db())?;
+        for e in open.iter().rev() {
             let holds = match e.kind {
                 EpochKind::Exact => e.paths.iter().any(|p| p == rel),
                 EpochKind::Opaque => owner_alive(&e.owner),
@@ -1192,7 +1195,7 @@ impl Workspace {
         let epoch = self.begin_epoch(session, &spec)?;
         // The preimages the epoch stored must be what the guard checked; anything that changed
         // in between is refused, with nothing written.
-        let pre: BTreeMap<Vec<u8>, Option<Entry>> = oplog::epoch_changes(self.db(), &epoch.id)?
+        let pre: BTreeMap<Vec<u8>, Option<Entry>> = oplog::epoch_changes(&self.db(), &epoch.id)?
             .into_iter()
             .map(|r| (r.change.path, r.change.before))
             .collect();
@@ -1235,7 +1238,7 @@ impl Workspace {
         crate::failpoint::hit("guard-before-settle");
         let settled = self.end_epoch(session, Some(&epoch.id), false)?;
         // The session now knows these files as it left them.
-        let pos = oplog::last_pos(self.db())?;
+        let pos = oplog::last_pos(&self.db())?;
         let now = now_ns();
         self.relaxed_tx(|| {
             for (i, op) in plan.ops.iter().enumerate() {

@@ -38,15 +38,17 @@ impl Workspace {
     pub fn log(&self, session: Option<&str>, limit: usize) -> Result<Vec<LogItem>, Error> {
         let limit = limit as i64;
         let mut items = Vec::new();
-        for e in oplog::epochs(self.db(), session, limit)? {
-            let (changes, uncovered) = oplog::change_counts(self.db(), &e.id)?;
+        let epochs = oplog::epochs(&self.db(), session, limit)?;
+        for e in epochs {
+            let (changes, uncovered) = oplog::change_counts(&self.db(), &e.id)?;
             items.push(LogItem::Epoch {
                 epoch: e,
                 changes,
                 uncovered,
             });
         }
-        for c in oplog::checkpoints(self.db(), session, limit)? {
+        let checkpoints = oplog::checkpoints(&self.db(), session, limit)?;
+        for c in checkpoints {
             items.push(LogItem::Checkpoint { checkpoint: c });
         }
         items.sort_by_key(|i| std::cmp::Reverse(i.pos()));
@@ -56,12 +58,12 @@ impl Workspace {
 
     pub fn epoch(&self, id: &str) -> Result<EpochRow, Error> {
         let full = self.resolve_epoch_id(id)?;
-        Ok(oplog::epoch(self.db(), &full)?.expect("resolved"))
+        Ok(oplog::epoch(&self.db(), &full)?.expect("resolved"))
     }
 
     /// An epoch's changes, sorted by path.
     pub fn epoch_changes(&self, id: &str) -> Result<Vec<Change>, Error> {
-        Ok(oplog::epoch_changes(self.db(), id)?
+        Ok(oplog::epoch_changes(&self.db(), id)?
             .into_iter()
             .map(|r| r.change)
             .collect())
@@ -70,7 +72,7 @@ impl Workspace {
     /// An epoch's changes, sorted by path, each with whether it is still pending: the preimage
     /// of an open exact epoch whose post image is not recorded yet (its `after` means nothing).
     pub fn epoch_changes_pending(&self, id: &str) -> Result<Vec<(Change, bool)>, Error> {
-        Ok(oplog::epoch_changes(self.db(), id)?
+        Ok(oplog::epoch_changes(&self.db(), id)?
             .into_iter()
             .map(|r| (r.change, r.pending))
             .collect())
@@ -78,18 +80,18 @@ impl Workspace {
 
     /// Sessions and their heads.
     pub fn sessions(&self) -> Result<Vec<(String, Option<String>)>, Error> {
-        oplog::sessions(self.db())
+        oplog::sessions(&self.db())
     }
 
     pub fn open_epochs(&self) -> Result<Vec<EpochRow>, Error> {
-        oplog::open_epochs(self.db())
+        oplog::open_epochs(&self.db())
     }
 
     /// Epoch ids of restores whose journal is not finished.
     pub fn unfinished_restores(&self) -> Result<Vec<String>, Error> {
-        let mut st = self
-            .db()
-            .prepare("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
+        let db = self.db();
+        let mut st =
+            db.prepare("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
         let rows = st.query_map([], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

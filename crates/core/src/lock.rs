@@ -3,7 +3,8 @@
 //! stale lock behind. Waits are bounded and end in [`Error::Busy`] naming the holder.
 
 use std::fs::{File, TryLockError};
-use std::io::{Read, Seek, Write};
+use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,9 @@ use crate::Error;
 pub struct WorkspaceLock {
     _file: File,
 }
+
+/// Bytes of the holder record at the start of the lock file (padded with spaces).
+const HOLDER_LEN: usize = 160;
 
 /// How long a command waits for the lock by default; `REWIND_LOCK_TIMEOUT` (seconds) overrides.
 pub fn default_wait() -> Duration {
@@ -62,8 +66,10 @@ pub fn acquire(path: &Path, wait: Duration, what: &str) -> Result<WorkspaceLock,
         }
     }
     // Who holds it, for the "busy" message of others. Informational only: the lock is the flock.
-    let _ = file.set_len(0);
-    let _ = file.rewind();
-    let _ = write!(file, "pid {} ({what})", std::process::id());
+    // A fixed-width record written in place: truncating the file first would cost a block
+    // free and reallocation on every command.
+    let mut record = format!("pid {} ({what})", std::process::id()).into_bytes();
+    record.resize(HOLDER_LEN, b' ');
+    let _ = file.write_all_at(&record, 0);
     Ok(WorkspaceLock { _file: file })
 }

@@ -16,7 +16,7 @@ use crate::entry::{Change, Entry};
 use crate::fsops::{Present, RootDir};
 use crate::oplog::{self, CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
 use crate::scan::Progress;
-use crate::state::State;
+use crate::state::{State, StateStamp};
 use crate::workspace::{now_ns, random_hex, Workspace};
 use crate::{failpoint, relpath, Error};
 
@@ -45,6 +45,8 @@ pub(crate) struct Found {
     pub capture: Capture,
     /// Paths whose disk state differs from the last known state.
     pub changes: Vec<Change>,
+    /// The state file the capture started from, if it is still the one on disk.
+    pub stamp: Option<StateStamp>,
 }
 
 /// This process's identity for ownership of open epochs: pid and start time (pids are reused).
@@ -196,10 +198,12 @@ impl Workspace {
     }
 
     fn last_known(&self, rel: &[u8]) -> Result<Option<Option<Entry>>, Error> {
-        if let Some(r) = oplog::latest_change(self.db(), rel, 0)? {
+        let latest = oplog::latest_change(&self.db(), rel, 0)?;
+        if let Some(r) = latest {
             return Ok(Some(row_state(&r)));
         }
-        match oplog::latest_snapshot(self.db())? {
+        let snapshot = oplog::latest_snapshot(&self.db())?;
+        match snapshot {
             Some((root, _)) => Ok(Some(tree_lookup(self.store(), root, rel)?)),
             None => Ok(None),
         }
@@ -208,7 +212,8 @@ impl Workspace {
     /// Paths held by open exact epochs (their changes belong to them, not to whoever scans).
     fn pending_paths(&self) -> Result<HashSet<Vec<u8>>, Error> {
         let mut out = HashSet::new();
-        for e in oplog::open_epochs(self.db())? {
+        let open = oplog::open_epochs(&self.db())?;
+        for e in open {
             if e.kind == EpochKind::Exact {
                 out.extend(e.paths);
             }
@@ -228,14 +233,18 @@ impl Workspace {
         progress: Option<&Progress>,
         dirty: Option<&crate::watch::Dirty>,
     ) -> Result<Found, Error> {
-        let old = State::load(&self.state_path());
+        let (old, stamp) = self.take_state();
         let dirty = dirty.filter(|_| !old.is_empty());
         let capture = self.run_capture(&old, progress, dirty)?;
-        let latest = oplog::latest_snapshot(self.db())?;
+        let latest = oplog::latest_snapshot(&self.db())?;
         let mut changes = Vec::new();
         if latest.is_none() && old.is_empty() {
             // The first capture is the baseline: nothing to attribute.
-            return Ok(Found { capture, changes });
+            return Ok(Found {
+                capture,
+                changes,
+                stamp,
+            });
         }
         // With no usable cache, the newest snapshot is the baseline.
         let baseline: Option<BTreeMap<Vec<u8>, Entry>> = if old.is_empty() {
@@ -273,7 +282,8 @@ impl Workspace {
                 }
             }
         }
-        for r in oplog::changes_after(self.db(), after_pos)? {
+        let changed = oplog::changes_after(&self.db(), after_pos)?;
+        for r in changed {
             candidates.entry(r.change.path.clone()).or_insert_with(|| {
                 old.get(&r.change.path).map(|s| Entry {
                     kind: s.kind,
@@ -288,7 +298,8 @@ impl Workspace {
             if pending.contains(&path) {
                 continue;
             }
-            let known = match oplog::latest_change(self.db(), &path, after_pos)? {
+            let latest = oplog::latest_change(&self.db(), &path, after_pos)?;
+            let known = match latest {
                 Some(r) => row_state(&r),
                 None => cached,
             };
@@ -306,7 +317,11 @@ impl Workspace {
                 });
             }
         }
-        Ok(Found { capture, changes })
+        Ok(Found {
+            capture,
+            changes,
+            stamp,
+        })
     }
 
     /// Records what a capture found: attributed to `into` (an epoch being settled), else to the
@@ -318,7 +333,7 @@ impl Workspace {
         session: &str,
         into: Option<&str>,
     ) -> Result<i64, Error> {
-        let db = self.db();
+        let db = &*self.db();
         let pos = oplog::next_pos(db)?;
         if !found.changes.is_empty() {
             let target = match into {
@@ -350,7 +365,7 @@ impl Workspace {
         let id = random_hex();
         let now = now_ns();
         oplog::insert_epoch(
-            self.db(),
+            &self.db(),
             &EpochRow {
                 id: id.clone(),
                 pos,
@@ -376,12 +391,43 @@ impl Workspace {
     /// changed nothing in the cache skips the write (8 MB at 100k files): an older `pos` stays
     /// valid, it only means a few more op-log rows are re-checked next time.
     pub(crate) fn save_state(&self, found: &mut Found) -> Result<(), Error> {
-        let pos = oplog::last_pos(self.db())?;
+        let pos = oplog::last_pos(&self.db())?;
         if !found.capture.state_changed && pos - found.capture.state.pos < 10_000 {
             return Ok(());
         }
         found.capture.state.pos = pos;
-        found.capture.state.save(&self.state_path())
+        found.stamp = Some(found.capture.state.save(&self.state_path())?);
+        Ok(())
+    }
+
+    /// [`Workspace::save_state`], then keeps the state in memory for this process's next
+    /// capture (the closing capture of an `exec`).
+    pub(crate) fn save_and_keep_state(&self, mut found: Found) -> Result<(), Error> {
+        self.save_state(&mut found)?;
+        if let Some(stamp) = found.stamp {
+            self.keep_state(stamp, found.capture.state);
+        }
+        Ok(())
+    }
+
+    /// The stat cache: the one this process kept, if `state.bin` is still the file it matches
+    /// (one `stat`), else read from disk.
+    pub(crate) fn take_state(&self) -> (State, Option<StateStamp>) {
+        let path = self.state_path();
+        let kept = self.state_cache.borrow_mut().take();
+        if let Some((stamp, state)) = kept {
+            if StateStamp::of(&path) == Some(stamp) {
+                return (state, Some(stamp));
+            }
+        }
+        State::load_stamped(&path)
+    }
+
+    /// Keeps `state` (which matches the file stamped `stamp`) for [`Workspace::take_state`].
+    pub(crate) fn keep_state(&self, stamp: StateStamp, mut state: State) {
+        // As if loaded from that file: entries modified at or after its mtime are racy.
+        state.written_ns = stamp.mtime_ns();
+        *self.state_cache.borrow_mut() = Some((stamp, state));
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction: committed if it succeeds, rolled back if
@@ -422,7 +468,7 @@ impl Workspace {
                         deadline.saturating_duration_since(std::time::Instant::now()),
                         "epoch begin",
                     )?;
-                    oplog::open_epochs(self.db())?.into_iter().find(|e| {
+                    oplog::open_epochs(&self.db())?.into_iter().find(|e| {
                         e.kind == EpochKind::Opaque
                             && !(e.session == session && e.owner == Owner::Session)
                             && owner_alive(&e.owner)
@@ -483,23 +529,26 @@ impl Workspace {
         if spec.paths.is_empty() {
             if spec.process_owned {
                 // Armed before the opening capture: an event in between only costs a re-read.
-                let state = State::load(&self.state_path());
+                let (state, stamp) = self.take_state();
                 if !state.is_empty() {
                     if let Some(w) = crate::watch::Watcher::start(self.root(), state.dirs.keys()) {
                         *self.watcher.borrow_mut() = Some((id.clone(), w));
                     }
                 }
+                if let Some(stamp) = stamp {
+                    self.keep_state(stamp, state);
+                }
             }
-            let mut found = self.capture_found(None)?;
+            let found = self.capture_found(None)?;
             row.pre_root = Some(found.capture.root);
             self.transaction(|| {
-                oplog::ensure_session(self.db(), session, now)?;
+                oplog::ensure_session(&self.db(), session, now)?;
                 self.record_found(&found, session, None)?;
-                row.pos = oplog::next_pos(self.db())?;
-                row.message = oplog::session_head(self.db(), session)?;
-                oplog::insert_epoch(self.db(), &row)
+                row.pos = oplog::next_pos(&self.db())?;
+                row.message = oplog::session_head(&self.db(), session)?;
+                oplog::insert_epoch(&self.db(), &row)
             })?;
-            self.save_state(&mut found)?;
+            self.save_and_keep_state(found)?;
         } else {
             let root = self.rootdir()?;
             let writer = self.store().writer()?;
@@ -508,7 +557,6 @@ impl Workspace {
             for p in &spec.paths {
                 disk.push(disk_entry(&root, p, Some(&writer), max)?);
             }
-            writer.commit()?;
             let mut external = Vec::new();
             for (p, now_entry) in spec.paths.iter().zip(&disk) {
                 if let Some(known) = self.last_known(p)? {
@@ -521,25 +569,27 @@ impl Workspace {
                     }
                 }
             }
+            // The preimages' objects commit in the same transaction as the rows naming them.
             self.transaction(|| {
-                oplog::ensure_session(self.db(), session, now)?;
+                writer.commit()?;
+                oplog::ensure_session(&self.db(), session, now)?;
                 if !external.is_empty() {
-                    let pos = oplog::next_pos(self.db())?;
+                    let pos = oplog::next_pos(&self.db())?;
                     let ext_id = self.insert_external(session, pos)?;
                     for c in &external {
-                        oplog::insert_change(self.db(), &ext_id, pos, c, false)?;
+                        oplog::insert_change(&self.db(), &ext_id, pos, c, false)?;
                     }
                 }
-                row.pos = oplog::next_pos(self.db())?;
-                row.message = oplog::session_head(self.db(), session)?;
-                oplog::insert_epoch(self.db(), &row)?;
+                row.pos = oplog::next_pos(&self.db())?;
+                row.message = oplog::session_head(&self.db(), session)?;
+                oplog::insert_epoch(&self.db(), &row)?;
                 for (p, pre) in spec.paths.iter().zip(&disk) {
                     let c = Change {
                         path: p.clone(),
                         before: *pre,
                         after: None,
                     };
-                    oplog::insert_change(self.db(), &id, row.pos, &c, true)?;
+                    oplog::insert_change(&self.db(), &id, row.pos, &c, true)?;
                 }
                 Ok(())
             })?;
@@ -556,7 +606,7 @@ impl Workspace {
     ) -> Result<Settled, Error> {
         let _lock = self.lock(crate::lock::default_wait(), "epoch end")?;
         self.recover_locked()?;
-        let open = oplog::open_epochs(self.db())?;
+        let open = oplog::open_epochs(&self.db())?;
         let epoch = match id {
             Some(id) => {
                 let full = self.resolve_epoch_id(id)?;
@@ -597,28 +647,28 @@ impl Workspace {
                 let root = self.rootdir()?;
                 let writer = self.store().writer()?;
                 let max = self.config().capture.max_file_size();
-                let pending = oplog::epoch_changes(self.db(), &epoch.id)?;
+                let pending = oplog::epoch_changes(&self.db(), &epoch.id)?;
                 let mut posts = Vec::new();
                 for r in &pending {
                     posts.push(disk_entry(&root, &r.change.path, Some(&writer), max)?);
                 }
-                writer.commit()?;
                 failpoint::hit("settle-before-record");
                 self.transaction(|| {
-                    let pos = oplog::next_pos(self.db())?;
+                    writer.commit()?;
+                    let pos = oplog::next_pos(&self.db())?;
                     for (r, post) in pending.iter().zip(&posts) {
                         if same(&r.change.before, post) {
-                            oplog::delete_change(self.db(), &epoch.id, &r.change.path)?;
+                            oplog::delete_change(&self.db(), &epoch.id, &r.change.path)?;
                         } else {
                             let c = Change {
                                 path: r.change.path.clone(),
                                 before: r.change.before,
                                 after: *post,
                             };
-                            oplog::insert_change(self.db(), &epoch.id, pos, &c, false)?;
+                            oplog::insert_change(&self.db(), &epoch.id, pos, &c, false)?;
                         }
                     }
-                    oplog::settle_epoch(self.db(), &epoch.id, state, recovered, now)
+                    oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
                 })?;
             }
             _ => {
@@ -628,13 +678,13 @@ impl Workspace {
                     .take_if(|(id, _)| id == &epoch.id)
                     .map(|(_, w)| w);
                 let dirty = watched.and_then(|w| w.dirty());
-                let mut found = self.capture_found_in(None, dirty.as_ref())?;
+                let found = self.capture_found_in(None, dirty.as_ref())?;
                 failpoint::hit("settle-before-record");
                 self.transaction(|| {
                     self.record_found(&found, &epoch.session, Some(&epoch.id))?;
-                    oplog::settle_epoch(self.db(), &epoch.id, state, recovered, now)
+                    oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
                 })?;
-                self.save_state(&mut found)?;
+                self.save_and_keep_state(found)?;
             }
         }
         let mut held = self.opaque.borrow_mut();
@@ -642,8 +692,8 @@ impl Workspace {
             *held = None;
         }
         drop(held);
-        let row = oplog::epoch(self.db(), &epoch.id)?.expect("just settled");
-        let changes = oplog::epoch_changes(self.db(), &epoch.id)?
+        let row = oplog::epoch(&self.db(), &epoch.id)?.expect("just settled");
+        let changes = oplog::epoch_changes(&self.db(), &epoch.id)?
             .into_iter()
             .map(|r| r.change)
             .collect();
@@ -656,7 +706,8 @@ impl Workspace {
     /// Settles the session's own open epochs (from `epoch begin`) before it moves on; they are
     /// marked recovered, since nobody ended them.
     pub(crate) fn settle_session_epochs(&self, session: &str) -> Result<(), Error> {
-        for e in oplog::open_epochs(self.db())? {
+        let open = oplog::open_epochs(&self.db())?;
+        for e in open {
             if e.session == session && e.owner == Owner::Session {
                 self.settle_locked(&e, EpochState::Settled, true)?;
             }
@@ -680,20 +731,20 @@ impl Workspace {
         let now = now_ns();
         // The tree at this moment, user edits included: a scan, which stores nothing new and
         // writes no cache when nothing changed (the stat cache makes it O(stat) per file).
-        let mut found = self.capture_found(None)?;
+        let found = self.capture_found(None)?;
         let root = found.capture.root;
         let row = self.transaction(|| {
-            oplog::ensure_session(self.db(), session, now)?;
+            oplog::ensure_session(&self.db(), session, now)?;
             self.record_found(&found, session, None)?;
-            let head = oplog::session_head(self.db(), session)?;
+            let head = oplog::session_head(&self.db(), session)?;
             let parent = parent.map(str::to_string).or(head);
             if let Some(m) = message {
-                oplog::add_node(self.db(), session, m, parent.as_deref(), now)?;
-                oplog::set_head(self.db(), session, Some(m))?;
+                oplog::add_node(&self.db(), session, m, parent.as_deref(), now)?;
+                oplog::set_head(&self.db(), session, Some(m))?;
             }
             let row = CheckpointRow {
                 id: random_hex(),
-                pos: oplog::next_pos(self.db())?,
+                pos: oplog::next_pos(&self.db())?,
                 session: session.to_string(),
                 message: message.map(str::to_string),
                 parent,
@@ -703,10 +754,10 @@ impl Workspace {
                 pinned: false,
                 created_ns: now,
             };
-            oplog::insert_checkpoint(self.db(), &row)?;
+            oplog::insert_checkpoint(&self.db(), &row)?;
             Ok(row)
         })?;
-        self.save_state(&mut found)?;
+        self.save_and_keep_state(found)?;
         Ok(row)
     }
 

@@ -102,12 +102,12 @@ impl Workspace {
                 "give a checkpoint id, message id or epoch id".into(),
             ));
         }
-        let ids = oplog::ids_with_prefix(self.db(), text)?;
+        let ids = oplog::ids_with_prefix(&self.db(), text)?;
         let load = |id: &str, is_epoch: bool| -> Result<Target, Error> {
             Ok(if is_epoch {
-                Target::Epoch(oplog::epoch(self.db(), id)?.expect("listed"))
+                Target::Epoch(oplog::epoch(&self.db(), id)?.expect("listed"))
             } else {
-                Target::Checkpoint(oplog::checkpoint(self.db(), id)?.expect("listed"))
+                Target::Checkpoint(oplog::checkpoint(&self.db(), id)?.expect("listed"))
             })
         };
         // A whole id, then a message id of the session, then a unique id prefix: a message id
@@ -115,7 +115,8 @@ impl Workspace {
         if let Some((id, e)) = ids.iter().find(|(id, _)| id == text) {
             return load(id, *e);
         }
-        if let Some(c) = oplog::checkpoint_by_message(self.db(), session, text)? {
+        let by_message = oplog::checkpoint_by_message(&self.db(), session, text)?;
+        if let Some(c) = by_message {
             return Ok(Target::Checkpoint(c));
         }
         match ids.as_slice() {
@@ -171,7 +172,7 @@ impl Workspace {
         }
         let head = match target {
             Target::Checkpoint(c) if opts.mode != Mode::FilesOnly => c.message.clone(),
-            _ => oplog::session_head(self.db(), session)?,
+            _ => oplog::session_head(&self.db(), session)?,
         };
         let payload = match target {
             Target::Checkpoint(c) => c.payload.clone(),
@@ -180,8 +181,8 @@ impl Workspace {
         if opts.mode == Mode::HeadOnly {
             if !opts.dry_run {
                 self.transaction(|| {
-                    oplog::ensure_session(self.db(), session, now_ns())?;
-                    oplog::set_head(self.db(), session, head.as_deref())
+                    oplog::ensure_session(&self.db(), session, now_ns())?;
+                    oplog::set_head(&self.db(), session, head.as_deref())
                 })?;
             }
             return Ok(RewindOutcome {
@@ -194,7 +195,7 @@ impl Workspace {
         let mut out = if opts.all {
             self.plan_all(session, target, opts)?
         } else {
-            let rows = oplog::session_changes_after(self.db(), session, target.after_pos())?;
+            let rows = oplog::session_changes_after(&self.db(), session, target.after_pos())?;
             let mut changes: Vec<Change> = rows.into_iter().map(|r| r.change).collect();
             if opts.dry_run {
                 // The real run settles the session's open epochs first: preview as if it had.
@@ -232,15 +233,15 @@ impl Workspace {
         };
         if let Some((_, changes)) = open {
             let mut out = self.plan_undo(changes, opts)?;
-            out.head = oplog::session_head(self.db(), session)?;
+            out.head = oplog::session_head(&self.db(), session)?;
             return Ok(out);
         }
         let e = match epoch {
             Some(id) => {
                 let full = self.resolve_epoch_id(id)?;
-                oplog::epoch(self.db(), &full)?.expect("resolved")
+                oplog::epoch(&self.db(), &full)?.expect("resolved")
             }
-            None => oplog::last_epoch(self.db(), session)?
+            None => oplog::last_epoch(&self.db(), session)?
                 .ok_or_else(|| Error::Usage(format!("session {session} has no epoch to undo")))?,
         };
         if e.state == EpochState::Open {
@@ -249,9 +250,9 @@ impl Workspace {
                 e.id
             )));
         }
-        let rows = oplog::epoch_changes(self.db(), &e.id)?;
+        let rows = oplog::epoch_changes(&self.db(), &e.id)?;
         let mut out = self.plan_undo(rows.into_iter().map(|r| r.change).collect(), opts)?;
-        out.head = oplog::session_head(self.db(), session)?;
+        out.head = oplog::session_head(&self.db(), session)?;
         self.finish(
             session,
             out,
@@ -267,7 +268,8 @@ impl Workspace {
     /// dry runs, which must show what the real run will do.
     fn virtual_settle(&self, session: &str) -> Result<Vec<(EpochRow, Vec<Change>)>, Error> {
         let mut out = Vec::new();
-        for e in oplog::open_epochs(self.db())? {
+        let open = oplog::open_epochs(&self.db())?;
+        for e in open {
             if e.session != session || e.owner != Owner::Session {
                 continue;
             }
@@ -276,7 +278,8 @@ impl Workspace {
                     let root = self.rootdir()?;
                     let max = self.config().capture.max_file_size();
                     let mut v = Vec::new();
-                    for r in oplog::epoch_changes(self.db(), &e.id)? {
+                    let recorded = oplog::epoch_changes(&self.db(), &e.id)?;
+                    for r in recorded {
                         let post = disk_entry(&root, &r.change.path, None, max)?;
                         if !same(&r.change.before, &post) {
                             v.push(Change {
@@ -309,7 +312,7 @@ impl Workspace {
                 deadline.saturating_duration_since(Instant::now()),
                 "restore",
             )?;
-            let busy = oplog::open_epochs(self.db())?.into_iter().find(|e| {
+            let busy = oplog::open_epochs(&self.db())?.into_iter().find(|e| {
                 e.session == session
                     && matches!(e.owner, Owner::Process { pid, .. } if pid != std::process::id())
                     && crate::record::owner_alive(&e.owner)
@@ -399,9 +402,9 @@ impl Workspace {
         expected: Option<Entry>,
         current: Option<Entry>,
     ) -> Result<Conflict, Error> {
-        let latest = oplog::latest_change(self.db(), path, 0)?;
+        let latest = oplog::latest_change(&self.db(), path, 0)?;
         let changed_by = match latest.filter(|r| same(&r.change.after, &current)) {
-            Some(r) => match oplog::epoch(self.db(), &r.epoch)? {
+            Some(r) => match oplog::epoch(&self.db(), &r.epoch)? {
                 Some(e) if e.kind == EpochKind::External => {
                     format!("external change (epoch {})", e.id)
                 }
@@ -460,7 +463,8 @@ impl Workspace {
             return Ok(out);
         }
         // Never under a tool that is writing one of these paths right now.
-        for e in oplog::open_epochs(self.db())? {
+        let open = oplog::open_epochs(&self.db())?;
+        for e in open {
             let live = crate::record::owner_alive(&e.owner);
             if let Some(p) = e
                 .paths
@@ -495,10 +499,10 @@ impl Workspace {
         let now = now_ns();
         let move_head = opts.mode != Mode::FilesOnly;
         self.transaction(|| {
-            oplog::ensure_session(self.db(), session, now)?;
-            let pos = oplog::next_pos(self.db())?;
+            oplog::ensure_session(&self.db(), session, now)?;
+            let pos = oplog::next_pos(&self.db())?;
             oplog::insert_epoch(
-                self.db(),
+                &self.db(),
                 &EpochRow {
                     id: epoch_id.clone(),
                     pos,
@@ -507,7 +511,7 @@ impl Workspace {
                     state: EpochState::Open,
                     tool: Some("restore".into()),
                     tool_call: None,
-                    message: oplog::session_head(self.db(), session)?,
+                    message: oplog::session_head(&self.db(), session)?,
                     owner: this_process(),
                     paths: Vec::new(),
                     pre_root: None,
@@ -592,13 +596,13 @@ impl Workspace {
         failpoint::hit("restore-before-done");
         let now = now_ns();
         self.transaction(|| {
-            let pos = oplog::next_pos(self.db())?;
+            let pos = oplog::next_pos(&self.db())?;
             for s in done.iter().chain(&todo) {
-                oplog::insert_change(self.db(), epoch_id, pos, s, false)?;
+                oplog::insert_change(&self.db(), epoch_id, pos, s, false)?;
             }
-            oplog::settle_epoch(self.db(), epoch_id, EpochState::Settled, false, now)?;
+            oplog::settle_epoch(&self.db(), epoch_id, EpochState::Settled, false, now)?;
             if move_head {
-                oplog::set_head(self.db(), &session, head.as_deref())?;
+                oplog::set_head(&self.db(), &session, head.as_deref())?;
             }
             self.db().execute(
                 "UPDATE journal SET state = 'done' WHERE epoch = ?1",
@@ -617,9 +621,9 @@ impl Workspace {
     pub(crate) fn recover_locked(&self) -> Result<Recovered, Error> {
         let mut rec = Recovered::default();
         let pending: Vec<String> = {
-            let mut st = self
-                .db()
-                .prepare("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
+            let db = self.db();
+            let mut st =
+                db.prepare("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
             let rows = st.query_map([], |r| r.get(0))?;
             rows.collect::<Result<_, _>>()?
         };
@@ -627,7 +631,8 @@ impl Workspace {
             self.apply_journal(&epoch)?;
             rec.restores.push(epoch);
         }
-        for e in oplog::open_epochs(self.db())? {
+        let open = oplog::open_epochs(&self.db())?;
+        for e in open {
             if matches!(e.owner, Owner::Process { .. }) && !crate::record::owner_alive(&e.owner) {
                 self.settle_locked(&e, EpochState::Settled, true)?;
                 rec.epochs.push(e.id);

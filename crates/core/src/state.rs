@@ -39,6 +39,41 @@ pub struct StatEntry {
     pub id: ObjectId,
 }
 
+/// Which `state.bin` a [`State`] in memory corresponds to: the file's device, inode, size and
+/// mtime. A save writes a new file and renames it into place (a new inode; the rename keeps
+/// the mtime), so a process that kept the state it loaded or saved can tell, with one `stat`,
+/// whether the file is still that one and skip reading and decoding 8 MB (at 100k files).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateStamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i64,
+}
+
+impl StateStamp {
+    fn of_meta(m: &std::fs::Metadata) -> StateStamp {
+        StateStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.len(),
+            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        }
+    }
+
+    /// The stamp of the file at `path` now, if there is one.
+    pub fn of(path: &Path) -> Option<StateStamp> {
+        std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| StateStamp::of_meta(&m))
+    }
+
+    /// The state file's mtime: entries modified at or after it are racy.
+    pub fn mtime_ns(&self) -> i64 {
+        self.mtime_ns
+    }
+}
+
 /// The cache: directory path → its entries sorted by name.
 #[derive(Clone, Debug, Default)]
 pub struct State {
@@ -54,22 +89,32 @@ pub struct State {
 impl State {
     /// Loads the cache; a missing or damaged file gives an empty cache (everything re-hashed).
     pub fn load(path: &Path) -> State {
-        let Ok(data) = std::fs::read(path) else {
-            return State::default();
+        State::load_stamped(path).0
+    }
+
+    /// Loads the cache and says which file it came from (`None`: no usable file).
+    ///
+    /// The stamp is taken before reading: if the file is replaced in between, the state read
+    /// is newer than its stamp, so its racy cutoff is older (more re-hashing, never less) and
+    /// the stamp no longer matches the file (the next user reads it again).
+    pub fn load_stamped(path: &Path) -> (State, Option<StateStamp>) {
+        let Some(stamp) = StateStamp::of(path) else {
+            return (State::default(), None);
         };
-        let Ok(meta) = std::fs::metadata(path) else {
-            return State::default();
+        let Ok(data) = std::fs::read(path) else {
+            return (State::default(), None);
         };
         match decode(&data) {
             Some(mut s) => {
-                s.written_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
-                s
+                s.written_ns = stamp.mtime_ns;
+                (s, Some(stamp))
             }
-            None => State::default(),
+            None => (State::default(), None),
         }
     }
 
-    pub fn save(&self, path: &Path) -> Result<(), Error> {
+    /// Writes the cache (temp file, fsync, rename) and returns the stamp of the file written.
+    pub fn save(&self, path: &Path) -> Result<StateStamp, Error> {
         let io = |op, e| Error::Io {
             op,
             path: path.to_path_buf(),
@@ -79,8 +124,10 @@ impl State {
         let mut f = File::create(&tmp).map_err(|e| io("creating", e))?;
         f.write_all(&encode(self)).map_err(|e| io("writing", e))?;
         f.sync_all().map_err(|e| io("syncing", e))?;
+        let stamp = StateStamp::of_meta(&f.metadata().map_err(|e| io("reading", e))?);
         drop(f);
-        std::fs::rename(&tmp, path).map_err(|e| io("renaming into place", e))
+        std::fs::rename(&tmp, path).map_err(|e| io("renaming into place", e))?;
+        Ok(stamp)
     }
 
     /// Whether a cached entry can be trusted without reading the file.

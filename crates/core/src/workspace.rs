@@ -60,13 +60,16 @@ pub struct Workspace {
     dir: PathBuf,
     config: Config,
     store: Store,
-    db: Connection,
     /// Whether this open registered the workspace.
     created: bool,
     /// Held while this process runs an opaque epoch (see `record::begin_epoch`).
     pub(crate) opaque: std::cell::RefCell<Option<(String, WorkspaceLock)>>,
     /// The watcher of this process's open opaque epoch, if it could be armed.
     pub(crate) watcher: std::cell::RefCell<Option<(String, crate::watch::Watcher)>>,
+    /// The stat cache this process last loaded or saved, and which file it matches: an
+    /// `exec` captures before and after its command, and the second capture takes the state
+    /// the first one left instead of reading it again (see `Workspace::take_state`).
+    pub(crate) state_cache: std::cell::RefCell<Option<(crate::state::StateStamp, State)>>,
 }
 
 /// A recorded whole-tree snapshot.
@@ -233,16 +236,16 @@ impl Workspace {
             &dir.join("meta.sqlite"),
             StoreConfig::default(),
         )?;
-        let db = db::open(&dir.join("meta.sqlite"))?;
+        db::init(&store.db())?;
         Ok(Workspace {
             opaque: std::cell::RefCell::new(None),
             watcher: std::cell::RefCell::new(None),
+            state_cache: std::cell::RefCell::new(None),
             root,
             id,
             dir,
             config,
             store,
-            db,
             created,
         })
     }
@@ -283,8 +286,10 @@ impl Workspace {
         self.dir.join("state.bin")
     }
 
-    pub(crate) fn db(&self) -> &Connection {
-        &self.db
+    /// The op log's connection: the store's (one connection per process, so one transaction
+    /// can hold both the op log's rows and the objects they refer to).
+    pub(crate) fn db(&self) -> rewind_store::Db<'_> {
+        self.store.db()
     }
 
     pub(crate) fn capture_options<'a>(&self, progress: Option<&'a Progress>) -> CaptureOptions<'a> {
@@ -316,9 +321,9 @@ impl Workspace {
     }
 
     pub fn snapshots(&self) -> Result<Vec<Snapshot>, Error> {
-        let mut stmt = self
-            .db
-            .prepare("SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq")?;
+        let db = self.db();
+        let mut stmt =
+            db.prepare("SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq")?;
         let rows = stmt.query_map([], snapshot_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -355,10 +360,10 @@ impl Workspace {
 
     pub fn status(&self) -> Result<Status, Error> {
         let snapshots: i64 = self
-            .db
+            .db()
             .query_row("SELECT count(*) FROM snapshots", [], |r| r.get(0))?;
         let last = self
-            .db
+            .db()
             .query_row(
                 "SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq DESC LIMIT 1",
                 [],
@@ -407,15 +412,16 @@ impl Workspace {
                 stack.push((s.root, format!("snapshot {} ({})", s.seq, s.label)));
             }
         }
-        for c in crate::oplog::checkpoints(&self.db, None, i64::MAX)? {
+        let checkpoints = crate::oplog::checkpoints(&self.db(), None, i64::MAX)?;
+        for c in checkpoints {
             if !c.root.is_zero() {
                 stack.push((c.root, format!("checkpoint {}", c.id)));
             }
         }
         // Every content an epoch recorded must still be there: it is what a rewind writes.
-        let mut st = self
-            .db
-            .prepare("SELECT epoch, path, pre_kind, pre_id, post_kind, post_id FROM changes")?;
+        let db = self.db();
+        let mut st =
+            db.prepare("SELECT epoch, path, pre_kind, pre_id, post_kind, post_id FROM changes")?;
         let rows = st.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,

@@ -9,9 +9,9 @@
 //! (or adopt the same orphan pack) at once, and whichever row lands first is as good as the
 //! other.
 
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
@@ -82,7 +82,10 @@ pub(crate) struct PackRow {
 }
 
 pub(crate) struct Index {
-    conn: Mutex<Connection>,
+    /// Reentrant: the engine runs its own statements on this connection (see `Store::db`), and
+    /// a store call made while it holds the connection (say, a writer's commit inside the
+    /// engine's transaction) must not deadlock.
+    conn: ReentrantMutex<Connection>,
 }
 
 /// Opens a connection to the SQLite database the store shares with the rest of Rewind, set up
@@ -102,14 +105,15 @@ pub fn open_database(path: &Path) -> Result<Connection> {
     }
     conn.pragma_update(None, "synchronous", "FULL")?;
     // Every Rewind command is a short-lived process, and SQLite rebuilds the WAL index from the
-    // WAL file in each one (no other connection keeps it alive), after which it no longer knows
-    // which frames earlier processes already copied into the database. So: no checkpoint when
-    // a connection closes (it would copy the whole WAL again and cost two fsyncs per command),
-    // a small automatic checkpoint instead (every 256 pages, so the rebuild reads at most about
-    // 1 MiB), and a WAL file trimmed back to 4 MiB when it restarts (a first capture of 100k
-    // files writes 11 MB of index in one transaction).
+    // WAL file in each one (no other connection keeps it alive): it re-reads every frame of the
+    // WAL and forgets which of them earlier processes already copied into the database. So a
+    // connection does not checkpoint when it closes (that would copy the whole WAL again, with
+    // two fsyncs, in every command); instead `Index`'s drop truncates the WAL once it passes
+    // `WAL_TRUNCATE_AT`, which keeps both the rebuild and the copy small. The automatic
+    // checkpoint stays as a bound for long-running processes; `journal_size_limit` trims the
+    // WAL file when such a process restarts it.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
-    conn.pragma_update(None, "wal_autocheckpoint", 256)?;
+    conn.pragma_update(None, "wal_autocheckpoint", 1000)?;
     conn.pragma_update(None, "journal_size_limit", 4i64 << 20)?;
     // SAFETY: a valid open connection handle and a pointer to a live int, as the call expects.
     unsafe {
@@ -124,6 +128,23 @@ pub fn open_database(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// WAL size past which a closing `Index` checkpoints and truncates it (see `open_database`).
+const WAL_TRUNCATE_AT: u64 = 256 << 10;
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        let conn = self.conn.get_mut();
+        let Some(wal) = conn.path().map(|p| format!("{p}-wal")) else {
+            return;
+        };
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_TRUNCATE_AT) {
+            // Never wait at exit: if another process is reading, a later command truncates.
+            let _ = conn.busy_timeout(Duration::ZERO);
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
+}
+
 impl Index {
     pub fn open(path: &Path) -> Result<Index> {
         let conn = open_database(path)?;
@@ -132,9 +153,9 @@ impl Index {
         conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
         conn.pragma_update(None, "cache_size", -(16i64 << 10))?;
         let mut index = Index {
-            conn: Mutex::new(conn),
+            conn: ReentrantMutex::new(conn),
         };
-        let conn = index.conn.get_mut().unwrap_or_else(|p| p.into_inner());
+        let conn = index.conn.get_mut();
         if schema_version(conn)?.is_none() {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute_batch(SCHEMA)?;
@@ -160,10 +181,8 @@ impl Index {
         }
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite half-done: an open transaction
-        // rolls back when dropped.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn conn(&self) -> ReentrantMutexGuard<'_, Connection> {
+        self.conn.lock()
     }
 
     pub fn contains(&self, id: &ObjectId) -> Result<bool> {

@@ -119,6 +119,16 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A locked handle on the store's connection: see [`Store::db`].
+pub struct Db<'a>(parking_lot::ReentrantMutexGuard<'a, rusqlite::Connection>);
+
+impl std::ops::Deref for Db<'_> {
+    type Target = rusqlite::Connection;
+    fn deref(&self) -> &rusqlite::Connection {
+        &self.0
+    }
+}
+
 /// What errors and fsck name as the "pack" of an object kept inline in the index.
 pub const INLINE: &str = "(inline in the index)";
 
@@ -278,6 +288,16 @@ impl Store {
             self.index.insert(&orphans, &[])?;
         }
         Ok(())
+    }
+
+    /// The store's SQLite connection, for the tables other crates keep in the same database.
+    ///
+    /// Sharing one connection means one schema parse and one WAL open per process, and lets a
+    /// caller's transaction include the rows a writer commits (see [`Writer::commit`]): one
+    /// fsync instead of two. The lock is reentrant on one thread; do not hold the guard while
+    /// waiting for other threads that use the store (a capture's workers do).
+    pub fn db(&self) -> Db<'_> {
+        Db(self.index.conn())
     }
 
     /// The directory holding the pack files.
