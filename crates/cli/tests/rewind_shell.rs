@@ -349,3 +349,41 @@ fn exact_epochs_round_trip_kinds_and_modes() {
     expect(&env, "S", &["undo"], 0);
     assert_tree_eq(&read_tree(root), &after, "redo");
 }
+
+/// A directory created after the last capture is found by an exec's opening capture, which
+/// the watcher (armed from the previous capture's directory list) did not watch: what the
+/// command then changes inside it is still the command's, and rewinding the turn reverts it.
+#[test]
+fn an_exec_sees_changes_in_a_directory_made_since_the_last_capture() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a/f", b"1\n");
+    init(&env);
+    let c = checkpoint(&env, "S", "turn");
+    // The user's, after the checkpoint's capture: found (as external) by the exec's opening one.
+    write(root, "newdir/g", b"user\n");
+    write(root, "newdir/deeper/h", b"user\n");
+    let before = read_tree(root);
+    sh(
+        &env,
+        "S",
+        "echo agent >> newdir/g && echo new > newdir/f && rm newdir/deeper/h",
+    );
+    let log = expect(&env, "S", &["log"], 0);
+    let log = String::from_utf8_lossy(&log.stdout);
+    let exec_line = log
+        .lines()
+        .find(|l| l.contains("opaque"))
+        .unwrap_or_default();
+    assert!(
+        exec_line.split_whitespace().any(|w| w == "3"),
+        "the exec recorded its 3 changes:\n{log}"
+    );
+    expect(&env, "S", &["restore", &c], 0);
+    assert_tree_eq(
+        &read_tree(root),
+        &before,
+        "the exec is undone, the user's files kept",
+    );
+    fsck_clean(&env);
+}

@@ -540,6 +540,13 @@ impl Workspace {
                 }
             }
             let found = self.capture_found(None)?;
+            let mut watcher = self.watcher.borrow_mut();
+            if let Some((_, w)) = watcher.as_mut() {
+                if !w.watch_late(self.root(), found.capture.state.dirs.keys()) {
+                    *watcher = None;
+                }
+            }
+            drop(watcher);
             row.pre_root = Some(found.capture.root);
             self.transaction(|| {
                 oplog::ensure_session(&self.db(), session, now)?;
@@ -678,13 +685,22 @@ impl Workspace {
                     .take_if(|(id, _)| id == &epoch.id)
                     .map(|(_, w)| w);
                 let dirty = watched.and_then(|w| w.dirty());
-                let found = self.capture_found_in(None, dirty.as_ref())?;
-                failpoint::hit("settle-before-record");
-                self.transaction(|| {
-                    self.record_found(&found, &epoch.session, Some(&epoch.id))?;
-                    oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
-                })?;
-                self.save_and_keep_state(found)?;
+                if dirty.as_ref().is_some_and(|d| d.is_empty()) {
+                    // The watcher saw nothing happen since before the opening capture: the
+                    // tree is what that capture recorded, so there is nothing to capture.
+                    failpoint::hit("settle-before-record");
+                    self.transaction(|| {
+                        oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
+                    })?;
+                } else {
+                    let found = self.capture_found_in(None, dirty.as_ref())?;
+                    failpoint::hit("settle-before-record");
+                    self.transaction(|| {
+                        self.record_found(&found, &epoch.session, Some(&epoch.id))?;
+                        oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
+                    })?;
+                    self.save_and_keep_state(found)?;
+                }
             }
         }
         let mut held = self.opaque.borrow_mut();

@@ -29,6 +29,11 @@ pub(crate) struct Dirty {
 }
 
 impl Dirty {
+    /// Nothing happened: the tree is as the opening capture saw it.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty() && self.subtrees.is_empty()
+    }
+
     fn under_subtree(&self, rel: &[u8]) -> bool {
         let mut p = rel;
         loop {
@@ -69,6 +74,9 @@ impl Dirty {
 pub(crate) struct Watcher {
     fd: OwnedFd,
     dirs: HashMap<i32, Vec<u8>>,
+    /// Directories first watched after the opening capture read them (see
+    /// [`Watcher::watch_late`]): always re-read.
+    late: Vec<Vec<u8>>,
     exclude: Option<(std::path::PathBuf, Option<std::time::SystemTime>)>,
 }
 
@@ -109,8 +117,32 @@ impl Watcher {
         Some(Watcher {
             fd,
             dirs: map,
+            late: Vec::new(),
             exclude: Some((exclude, mtime)),
         })
+    }
+
+    /// Also watches those of `dirs` not watched yet: directories the opening capture found
+    /// that the watcher, armed from the previous capture's list, did not know. A change in one
+    /// between the capture reading it and this watch would raise no event, so these are
+    /// always re-read at the end. `false` if a watch could not be added: then the caller must
+    /// scan everything.
+    pub fn watch_late<'a>(&mut self, root: &Path, dirs: impl Iterator<Item = &'a Vec<u8>>) -> bool {
+        let known: HashSet<&Vec<u8>> = self.dirs.values().collect();
+        let new: Vec<Vec<u8>> = dirs.filter(|d| !known.contains(d)).cloned().collect();
+        for rel in new {
+            let Ok(path) = CString::new(relpath::to_path(root, &rel).as_os_str().as_bytes()) else {
+                return false;
+            };
+            // SAFETY: valid fd and C string.
+            let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), path.as_ptr(), MASK) };
+            if wd < 0 {
+                return false;
+            }
+            self.dirs.insert(wd, rel.clone());
+            self.late.push(rel);
+        }
+        true
     }
 
     /// What changed since the watch started; `None` means "scan everything".
@@ -121,6 +153,7 @@ impl Watcher {
             }
         }
         let mut dirty = Dirty::default();
+        dirty.dirs.extend(self.late.iter().cloned());
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             // SAFETY: valid fd and buffer.
@@ -195,6 +228,18 @@ mod tests {
         assert!(d.enters(b"a"));
         assert!(d.reads(b"c/new/deep"), "a new subtree is walked whole");
         assert!(!d.enters(b"x"));
+
+        let w = Watcher::start(root.path(), dirs.iter()).unwrap();
+        assert!(w.dirty().unwrap().is_empty(), "nothing happened");
+
+        let mut w = Watcher::start(root.path(), dirs[..2].iter()).unwrap();
+        assert!(w.watch_late(root.path(), dirs.iter()));
+        let d = w.dirty().unwrap();
+        assert!(
+            d.reads(b"a/b") && d.reads(b"c"),
+            "late watches are always re-read"
+        );
+        assert!(!d.reads(b"a"));
 
         let w = Watcher::start(root.path(), dirs.iter()).unwrap();
         std::fs::write(root.path().join("c/.gitignore"), b"*\n").unwrap();
