@@ -26,7 +26,12 @@ fn timeval(tv: libc::timeval) -> Duration {
 
 /// Runs `cmd` to completion; fails if it exits non-zero. Returns the sample and its stdout.
 pub fn run(cmd: &mut Command) -> Result<(Sample, String)> {
-    cmd.stdin(Stdio::null())
+    run_with_stdin(cmd, Stdio::null())
+}
+
+/// [`run`] with `stdin` as the child's standard input.
+pub fn run_with_stdin(cmd: &mut Command, stdin: Stdio) -> Result<(Sample, String)> {
+    cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let start = Instant::now();

@@ -443,6 +443,27 @@ impl Bench<'_> {
             ));
             self.report.add("exact", Tool::Rewind, both);
         }
+        // The same exact epoch in one process: a guarded `rewind write` of 4 KiB (stdin), which
+        // begins the epoch, writes the file (temp + rename) and settles, as an agent's write
+        // tool through the CLI does. A new file first, then the same file again (the session's
+        // own write refreshed its read baseline).
+        let payload = self.work.join(format!("payload-{rep}"));
+        let written = format!("{}.written", edits.edited[1]);
+        for k in 0..5u64 {
+            std::fs::write(&payload, noise(9100 + k + 10 * rep as u64, 4096))?;
+            settle_writeback();
+            let (w, _) = measure::run_with_stdin(
+                &mut self.rw(tree, home, &["-s", "bench", "write", &written]),
+                std::process::Stdio::from(std::fs::File::open(&payload)?),
+            )?;
+            self.log(format_args!(
+                "rewind write            {:>9.3} s  cpu {:>8.3} s",
+                w.wall.as_secs_f64(),
+                w.cpu.as_secs_f64()
+            ));
+            self.report.add("guarded-write", Tool::Rewind, w);
+        }
+        std::fs::remove_file(tree.join(&written))?;
         // Put the file back as the master tree has it (an edit outside any epoch: recorded as
         // external at the next capture), so the turn below starts from the master tree.
         std::fs::write(tree.join(&target), std::fs::read(master.join(&target))?)?;
