@@ -283,20 +283,26 @@ impl Index {
                  (id, pack, kind, compression, offset, stored_len, raw_len)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
+            // In id order: ids are uniformly random, so inserting them in pack order touches a
+            // random page of the b-tree per row; sorted, each page is filled once (a 100k-object
+            // first capture's index commit took about three times as long unsorted).
+            let mut rows = Vec::with_capacity(packs.iter().map(|p| p.entries.len()).sum());
             for p in packs {
                 add_pack.execute(params![p.name, p.size as i64, p.entries.len() as i64, now])?;
                 let pid: i64 = pack_id.query_row([&p.name], |r| r.get(0))?;
-                for e in &p.entries {
-                    inserted += add_object.execute(params![
-                        &e.id.0[..],
-                        pid,
-                        e.kind as u8,
-                        e.compression as u8,
-                        e.offset as i64,
-                        e.stored_len,
-                        e.raw_len
-                    ])? as u64;
-                }
+                rows.extend(p.entries.iter().map(|e| (pid, e)));
+            }
+            rows.sort_unstable_by(|a, b| a.1.id.cmp(&b.1.id));
+            for (pid, e) in rows {
+                inserted += add_object.execute(params![
+                    &e.id.0[..],
+                    pid,
+                    e.kind as u8,
+                    e.compression as u8,
+                    e.offset as i64,
+                    e.stored_len,
+                    e.raw_len
+                ])? as u64;
             }
             let mut add_inline = conn.prepare_cached(
                 "INSERT OR IGNORE INTO store_inline (id, kind, compression, raw_len, data)

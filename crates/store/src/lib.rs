@@ -135,6 +135,7 @@ pub const INLINE: &str = "(inline in the index)";
 /// Tunables. The defaults are what the benchmarks in `docs/benchmarks.md` were run with.
 #[derive(Clone, Debug)]
 pub struct StoreConfig {
+    /// zstd level for new objects; 1 by default (why: `docs/format.md`, Compression).
     pub zstd_level: i32,
     /// A pack is closed and a new one started once it holds this many bytes.
     pub pack_target_size: u64,
@@ -146,7 +147,7 @@ pub struct StoreConfig {
 impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
-            zstd_level: 3,
+            zstd_level: 1,
             pack_target_size: 32 << 20,
             inline_limit: 64 << 10,
         }
