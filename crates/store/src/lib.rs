@@ -71,6 +71,10 @@ impl<'a> ByteReader<'a> {
     pub fn id(&mut self) -> Option<ObjectId> {
         Some(ObjectId(self.take(32)?.try_into().ok()?))
     }
+    /// How many bytes were read.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
     /// Whether every byte was read.
     pub fn is_done(&self) -> bool {
         self.pos == self.data.len()
