@@ -61,6 +61,7 @@ pub enum Command {
 }
 
 fn main() {
+    rewind_core::trace::phase("start");
     // Like any Unix filter: when the reader of our stdout goes away (`rewind log | head`),
     // die quietly of SIGPIPE instead of panicking on a failed print.
     // SAFETY: setting a signal disposition before any thread starts.
@@ -81,6 +82,7 @@ fn main() {
         }
     };
     let result = commands::run(&cli);
+    rewind_core::trace::phase("done");
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {

@@ -27,6 +27,7 @@ pub mod restore;
 mod rewind;
 mod scan;
 mod state;
+pub mod trace;
 mod watch;
 mod workspace;
 

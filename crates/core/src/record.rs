@@ -223,7 +223,7 @@ impl Workspace {
 
     /// Captures the whole tree and works out which paths differ from the last known state.
     pub(crate) fn capture_found(&self, progress: Option<&Progress>) -> Result<Found, Error> {
-        self.capture_found_in(progress, None)
+        self.capture_found_in(progress, None, None)
     }
 
     /// As [`Workspace::capture_found`], re-reading only `dirty` directories when a watcher
@@ -232,10 +232,11 @@ impl Workspace {
         &self,
         progress: Option<&Progress>,
         dirty: Option<&crate::watch::Dirty>,
+        watch: Option<&crate::watch::Watcher>,
     ) -> Result<Found, Error> {
         let (old, stamp) = self.take_state();
         let dirty = dirty.filter(|_| !old.is_empty());
-        let capture = self.run_capture(&old, progress, dirty)?;
+        let capture = self.run_capture(&old, progress, dirty, watch)?;
         let latest = oplog::latest_snapshot(&self.db())?;
         let mut changes = Vec::new();
         if latest.is_none() && old.is_empty() {
@@ -490,8 +491,10 @@ impl Workspace {
             None
         };
         let _lock = self.lock(crate::lock::default_wait(), "epoch begin")?;
+        crate::trace::phase("epoch begin: locked");
         self.recover_locked()?;
         self.settle_session_epochs(session)?;
+        crate::trace::phase("epoch begin: recovered");
         let owner = if spec.process_owned {
             this_process()
         } else {
@@ -527,26 +530,15 @@ impl Workspace {
             *self.opaque.borrow_mut() = Some((id.clone(), lock));
         }
         if spec.paths.is_empty() {
-            if spec.process_owned {
-                // Armed before the opening capture: an event in between only costs a re-read.
-                let (state, stamp) = self.take_state();
-                if !state.is_empty() {
-                    if let Some(w) = crate::watch::Watcher::start(self.root(), state.dirs.keys()) {
-                        *self.watcher.borrow_mut() = Some((id.clone(), w));
-                    }
-                }
-                if let Some(stamp) = stamp {
-                    self.keep_state(stamp, state);
-                }
+            // The opening capture's walk arms the watcher, directory by directory.
+            let watcher = spec
+                .process_owned
+                .then(|| crate::watch::Watcher::new(self.root()))
+                .flatten();
+            let found = self.capture_found_in(None, None, watcher.as_ref())?;
+            if let Some(w) = watcher.filter(|w| w.is_complete()) {
+                *self.watcher.borrow_mut() = Some((id.clone(), w));
             }
-            let found = self.capture_found(None)?;
-            let mut watcher = self.watcher.borrow_mut();
-            if let Some((_, w)) = watcher.as_mut() {
-                if !w.watch_late(self.root(), found.capture.state.dirs.keys()) {
-                    *watcher = None;
-                }
-            }
-            drop(watcher);
             row.pre_root = Some(found.capture.root);
             self.transaction(|| {
                 oplog::ensure_session(&self.db(), session, now)?;
@@ -555,7 +547,9 @@ impl Workspace {
                 row.message = oplog::session_head(&self.db(), session)?;
                 oplog::insert_epoch(&self.db(), &row)
             })?;
+            crate::trace::phase("epoch begin: recorded");
             self.save_and_keep_state(found)?;
+            crate::trace::phase("epoch begin: state saved");
         } else {
             let root = self.rootdir()?;
             let writer = self.store().writer()?;
@@ -613,6 +607,7 @@ impl Workspace {
     ) -> Result<Settled, Error> {
         let _lock = self.lock(crate::lock::default_wait(), "epoch end")?;
         self.recover_locked()?;
+        crate::trace::phase("epoch end: locked, recovered");
         let open = oplog::open_epochs(&self.db())?;
         let epoch = match id {
             Some(id) => {
@@ -685,6 +680,7 @@ impl Workspace {
                     .take_if(|(id, _)| id == &epoch.id)
                     .map(|(_, w)| w);
                 let dirty = watched.and_then(|w| w.dirty());
+                crate::trace::phase("settle: watcher read and closed");
                 if dirty.as_ref().is_some_and(|d| d.is_empty()) {
                     // The watcher saw nothing happen since before the opening capture: the
                     // tree is what that capture recorded, so there is nothing to capture.
@@ -693,7 +689,7 @@ impl Workspace {
                         oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
                     })?;
                 } else {
-                    let found = self.capture_found_in(None, dirty.as_ref())?;
+                    let found = self.capture_found_in(None, dirty.as_ref(), None)?;
                     failpoint::hit("settle-before-record");
                     self.transaction(|| {
                         self.record_found(&found, &epoch.session, Some(&epoch.id))?;
@@ -782,10 +778,12 @@ impl Workspace {
         old: &State,
         progress: Option<&Progress>,
         dirty: Option<&crate::watch::Dirty>,
+        watch: Option<&crate::watch::Watcher>,
     ) -> Result<Capture, Error> {
         // Nothing to skip: `Workspace::open` refuses a state directory inside the root.
         let mut opts = self.capture_options(progress);
         opts.dirty = dirty;
+        opts.watch = watch;
         capture::capture(self.root(), self.store(), old, &opts)
     }
 }

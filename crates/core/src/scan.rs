@@ -35,6 +35,8 @@ pub(crate) struct WalkOptions<'a> {
     pub progress: Option<&'a Progress>,
     /// Re-read only these directories; everything else is as the cache says.
     pub dirty: Option<&'a crate::watch::Dirty>,
+    /// Watch every directory read, just before reading it.
+    pub watch: Option<&'a crate::watch::Watcher>,
 }
 
 /// One directory entry as found on disk. `id` is known when the stat cache vouches for it.
@@ -128,9 +130,16 @@ fn walk_dir<'s>(
     }
     let mut found = Vec::new();
     let needs_path = rules.as_ref().is_some_and(|r| r.has_matchers());
+    if let Some(w) = opts.watch {
+        w.watch(&abs, &rel);
+    }
     let rd = match std::fs::read_dir(&abs) {
         Ok(rd) => rd,
         Err(e) => {
+            if let Some(w) = opts.watch {
+                // Its subtree is not walked, so not watched either.
+                w.give_up();
+            }
             // Protect rather than guess: keep what the cache knew of this subtree, so an
             // unreadable directory never looks like a deletion.
             local_warn.push(format!(

@@ -1,18 +1,22 @@
 //! A file watcher for the lifetime of one opaque epoch (`rewind exec`), so that its closing
 //! capture re-reads only the directories something happened in, instead of the whole tree.
 //!
-//! Linux inotify, one watch per captured directory, armed *before* the opening capture (an event
-//! in between only means one more directory is re-read). Events are queued by the kernel as the
-//! writes happen, so once the command has exited every event it caused is in the queue. Any
-//! doubt falls back to a full scan: queue overflow, a watch that could not be added (the
-//! `fs.inotify.max_user_watches` limit), a changed ignore file. Known blind spot, shared with
-//! every inotify user: writes through a memory mapping that outlive the file's close.
+//! Linux inotify, one watch per captured directory, each armed by the opening capture's walk
+//! just *before* it reads that directory, so whatever changes there after the capture saw it
+//! raises an event (the walk's threads arm their directories in parallel). Events are queued
+//! by the kernel as the writes happen, so once the command has exited every event it caused is
+//! in the queue. Any doubt falls back to a full scan: queue overflow, a watch that could not be
+//! added (the `fs.inotify.max_user_watches` limit) or a directory the walk could not read, a
+//! changed ignore file. Known blind spot, shared with every inotify user: writes through a
+//! memory mapping that outlive the file's close.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use crate::ignore_rules::IGNORE_FILES;
 use crate::relpath;
@@ -73,10 +77,10 @@ impl Dirty {
 
 pub(crate) struct Watcher {
     fd: OwnedFd,
-    dirs: HashMap<i32, Vec<u8>>,
-    /// Directories first watched after the opening capture read them (see
-    /// [`Watcher::watch_late`]): always re-read.
-    late: Vec<Vec<u8>>,
+    /// Watch descriptor → the directory it watches (workspace-relative).
+    dirs: Mutex<HashMap<i32, Vec<u8>>>,
+    /// A watch could not be added: the watcher cannot vouch for anything.
+    failed: AtomicBool,
     exclude: Option<(std::path::PathBuf, Option<std::time::SystemTime>)>,
 }
 
@@ -93,67 +97,69 @@ const MASK: u32 = libc::IN_CREATE
     | libc::IN_ONLYDIR;
 
 impl Watcher {
-    /// Watches `dirs` (workspace-relative). `None` when inotify is unavailable or a watch
-    /// cannot be added: the caller then scans everything, as without a watcher.
-    pub fn start<'a>(root: &Path, dirs: impl Iterator<Item = &'a Vec<u8>>) -> Option<Watcher> {
+    /// A watcher with no watches yet; `None` when inotify is unavailable (the caller then
+    /// scans everything, as without a watcher).
+    pub fn new(root: &Path) -> Option<Watcher> {
         // SAFETY: plain syscall; the fd is owned below.
         let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
         if fd < 0 {
             return None;
         }
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mut map = HashMap::new();
-        for rel in dirs {
-            let path = CString::new(relpath::to_path(root, rel).as_os_str().as_bytes()).ok()?;
-            // SAFETY: valid fd and C string.
-            let wd = unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), MASK) };
-            if wd < 0 {
-                return None;
-            }
-            map.insert(wd, rel.clone());
-        }
         let exclude = root.join(".git/info/exclude");
         let mtime = std::fs::metadata(&exclude).and_then(|m| m.modified()).ok();
         Some(Watcher {
             fd,
-            dirs: map,
-            late: Vec::new(),
+            dirs: Mutex::new(HashMap::new()),
+            failed: AtomicBool::new(false),
             exclude: Some((exclude, mtime)),
         })
     }
 
-    /// Also watches those of `dirs` not watched yet: directories the opening capture found
-    /// that the watcher, armed from the previous capture's list, did not know. A change in one
-    /// between the capture reading it and this watch would raise no event, so these are
-    /// always re-read at the end. `false` if a watch could not be added: then the caller must
-    /// scan everything.
-    pub fn watch_late<'a>(&mut self, root: &Path, dirs: impl Iterator<Item = &'a Vec<u8>>) -> bool {
-        let known: HashSet<&Vec<u8>> = self.dirs.values().collect();
-        let new: Vec<Vec<u8>> = dirs.filter(|d| !known.contains(d)).cloned().collect();
-        for rel in new {
-            let Ok(path) = CString::new(relpath::to_path(root, &rel).as_os_str().as_bytes()) else {
-                return false;
-            };
-            // SAFETY: valid fd and C string.
-            let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), path.as_ptr(), MASK) };
-            if wd < 0 {
-                return false;
-            }
-            self.dirs.insert(wd, rel.clone());
-            self.late.push(rel);
+    /// Watches directory `abs` (workspace-relative `rel`). The walk calls this *before* it
+    /// reads the directory, from many threads at once: whatever changes in it after the
+    /// capture saw it raises an event. A watch that cannot be added (the
+    /// `fs.inotify.max_user_watches` limit) makes the whole watcher unusable.
+    pub fn watch(&self, abs: &Path, rel: &[u8]) {
+        if self.failed.load(Ordering::Relaxed) {
+            return;
         }
-        true
+        let Ok(path) = CString::new(abs.as_os_str().as_bytes()) else {
+            self.failed.store(true, Ordering::Relaxed);
+            return;
+        };
+        // SAFETY: valid fd and C string.
+        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), path.as_ptr(), MASK) };
+        if wd < 0 {
+            self.failed.store(true, Ordering::Relaxed);
+            return;
+        }
+        let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        dirs.insert(wd, rel.to_vec());
+    }
+
+    /// Says the watcher cannot vouch for the whole tree (a directory was not watched).
+    pub fn give_up(&self) {
+        self.failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether every directory handed to [`Watcher::watch`] is watched.
+    pub fn is_complete(&self) -> bool {
+        !self.failed.load(Ordering::Relaxed)
     }
 
     /// What changed since the watch started; `None` means "scan everything".
     pub fn dirty(self) -> Option<Dirty> {
+        if !self.is_complete() {
+            return None;
+        }
+        let dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((path, before)) = &self.exclude {
             if std::fs::metadata(path).and_then(|m| m.modified()).ok() != *before {
                 return None;
             }
         }
         let mut dirty = Dirty::default();
-        dirty.dirs.extend(self.late.iter().cloned());
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             // SAFETY: valid fd and buffer.
@@ -183,7 +189,7 @@ impl Watcher {
                 if ev.mask & libc::IN_Q_OVERFLOW != 0 {
                     return None;
                 }
-                let Some(dir) = self.dirs.get(&ev.wd) else {
+                let Some(dir) = dirs.get(&ev.wd) else {
                     continue;
                 };
                 if IGNORE_FILES.iter().any(|f| f.as_bytes() == name) {
@@ -209,9 +215,36 @@ impl Watcher {
     }
 }
 
+impl Drop for Watcher {
+    /// Removes the watches one by one, in parallel, before the descriptor closes. Closing an
+    /// inotify descriptor that still holds a thousand watches waits for the kernel to retire
+    /// them all at once (measured 1-24 ms, usually about 16, on every `exec`); removed first,
+    /// their retirement overlaps the removal.
+    fn drop(&mut self) {
+        use rayon::prelude::*;
+        let dirs = self.dirs.get_mut().unwrap_or_else(|p| p.into_inner());
+        let fd = self.fd.as_raw_fd();
+        dirs.par_iter().for_each(|(wd, _)| {
+            // SAFETY: removing a watch this descriptor added; failure is harmless.
+            unsafe {
+                libc::inotify_rm_watch(fd, *wd);
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn watching(root: &Path, dirs: &[Vec<u8>]) -> Watcher {
+        let w = Watcher::new(root).unwrap();
+        for rel in dirs {
+            w.watch(&relpath::to_path(root, rel), rel);
+        }
+        assert!(w.is_complete());
+        w
+    }
 
     #[test]
     fn sees_writes_creates_and_new_subtrees() {
@@ -219,7 +252,7 @@ mod tests {
         std::fs::create_dir_all(root.path().join("a/b")).unwrap();
         std::fs::create_dir_all(root.path().join("c")).unwrap();
         let dirs = [b"".to_vec(), b"a".to_vec(), b"a/b".to_vec(), b"c".to_vec()];
-        let w = Watcher::start(root.path(), dirs.iter()).unwrap();
+        let w = watching(root.path(), &dirs);
         std::fs::write(root.path().join("a/b/f"), b"x").unwrap();
         std::fs::create_dir_all(root.path().join("c/new/deep")).unwrap();
         let d = w.dirty().unwrap();
@@ -229,23 +262,19 @@ mod tests {
         assert!(d.reads(b"c/new/deep"), "a new subtree is walked whole");
         assert!(!d.enters(b"x"));
 
-        let w = Watcher::start(root.path(), dirs.iter()).unwrap();
+        let w = watching(root.path(), &dirs);
         assert!(w.dirty().unwrap().is_empty(), "nothing happened");
 
-        let mut w = Watcher::start(root.path(), dirs[..2].iter()).unwrap();
-        assert!(w.watch_late(root.path(), dirs.iter()));
-        let d = w.dirty().unwrap();
-        assert!(
-            d.reads(b"a/b") && d.reads(b"c"),
-            "late watches are always re-read"
-        );
-        assert!(!d.reads(b"a"));
-
-        let w = Watcher::start(root.path(), dirs.iter()).unwrap();
+        let w = watching(root.path(), &dirs);
         std::fs::write(root.path().join("c/.gitignore"), b"*\n").unwrap();
         assert!(
             w.dirty().is_none(),
             "a changed ignore file means a full scan"
         );
+
+        let w = watching(root.path(), &dirs);
+        w.watch(&root.path().join("gone"), b"gone");
+        assert!(!w.is_complete());
+        assert!(w.dirty().is_none(), "a missing watch means a full scan");
     }
 }

@@ -299,6 +299,7 @@ impl Workspace {
             time_budget: self.config.capture.time_budget(),
             progress,
             dirty: None,
+            watch: None,
         }
     }
 

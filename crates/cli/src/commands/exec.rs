@@ -36,6 +36,7 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
+    rewind_core::trace::phase("workspace open");
     let cwd = std::env::current_dir().context("reading the current directory")?;
     // Refuse before anything is recorded if the sandbox cannot run.
     let sandboxed = match args.sandbox {
@@ -54,6 +55,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         note: Some(command_line(&args.command)),
     };
     let epoch = ws.begin_epoch(&cli.session, &spec)?;
+    rewind_core::trace::phase("epoch begun");
     let status = match &sandboxed {
         Some(policy) => policy
             .command(&args.command, Some(&cwd))
@@ -64,8 +66,10 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             .status()
             .with_context(|| format!("cannot run {}", args.command[0].to_string_lossy())),
     };
+    rewind_core::trace::phase("command ran");
     // Settle even when the command could not start: what it may have changed is recorded.
     let settled = ws.end_epoch(&cli.session, Some(&epoch.id), status.is_err());
+    rewind_core::trace::phase("epoch settled");
     let status = status?;
     let settled = settled?;
     if !settled.changes.is_empty() && std::env::var_os("REWIND_QUIET").is_none() {
