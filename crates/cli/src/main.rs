@@ -6,13 +6,6 @@ mod commands;
 mod exit;
 mod output;
 
-/// mimalloc rather than the system allocator: a capture makes and frees hundreds of thousands
-/// of small allocations (names, stat entries) from several threads. At 100k files it cut a
-/// no-op `exec`'s CPU time by 17% (user 108 -> 81 ms, system 336 -> 289 ms: fewer page faults)
-/// at the cost of a higher peak (a first capture's 92 -> 153 MB).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
