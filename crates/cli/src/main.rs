@@ -81,6 +81,7 @@ fn main() {
             std::process::exit(code);
         }
     };
+    rewind_core::trace::phase("parsed");
     let result = commands::run(&cli);
     rewind_core::trace::phase("done");
     match result {

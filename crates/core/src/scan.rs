@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -167,7 +167,9 @@ fn walk_dir<'s>(
     };
     for dent in rd {
         let Ok(dent) = dent else { continue };
-        let name = dent.file_name().as_bytes().to_vec();
+        // The name's own allocation becomes the entry's (no copy): at 100k files every
+        // allocation per entry shows in the time of a capture that changes nothing.
+        let name = dent.file_name().into_vec();
         if NEVER_CAPTURED.contains(&name.as_slice())
             || name.starts_with(crate::fsops::TEMP_PREFIX.as_bytes())
         {

@@ -36,7 +36,6 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
-    rewind_core::trace::phase("workspace open");
     let cwd = std::env::current_dir().context("reading the current directory")?;
     // Refuse before anything is recorded if the sandbox cannot run.
     let sandboxed = match args.sandbox {

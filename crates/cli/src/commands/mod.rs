@@ -69,7 +69,9 @@ pub fn workspace_root(cli: &Cli) -> anyhow::Result<PathBuf> {
 
 pub fn open_workspace(cli: &Cli, force: bool) -> anyhow::Result<Workspace> {
     let root = workspace_root(cli)?;
-    Ok(Workspace::open(&root, &OpenOptions { force, home: None })?)
+    let ws = Workspace::open(&root, &OpenOptions { force, home: None })?;
+    rewind_core::trace::phase("workspace open");
+    Ok(ws)
 }
 
 /// A change as commands print it.
