@@ -687,16 +687,6 @@ impl Workspace {
         self.relaxed(|| self.transaction(f))
     }
 
-    /// Runs `f` with commits that do not flush (see [`Workspace::relaxed_tx`]).
-    fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-        self.db().pragma_update(None, "synchronous", "NORMAL")?;
-        let r = f();
-        let restore = self.db().pragma_update(None, "synchronous", "FULL");
-        let v = r?;
-        restore?;
-        Ok(v)
-    }
-
     fn save_fingerprint(&self, session: &str, fp: &Fingerprint) -> Result<(), Error> {
         self.db()
             .prepare_cached(
@@ -1242,11 +1232,10 @@ impl Workspace {
             }
         };
         crate::failpoint::hit("guard-before-settle");
-        // The settle commits without a flush. What must survive a power cut already has: the
-        // open epoch and its preimages (committed durably by `begin_epoch`) and the written
-        // file (fsynced before its rename). If the settle is lost, the epoch is found open with
-        // its process gone and is settled from what is on disk, as after a crash.
-        let settled = self.relaxed(|| self.end_epoch(session, Some(&epoch.id), false))?;
+        // The settle commits without a flush (as every exact epoch's does): what must survive a
+        // power cut already has, the open epoch and its preimages (committed durably by
+        // `begin_epoch`) and the written file (fsynced before its rename).
+        let settled = self.end_epoch(session, Some(&epoch.id), false)?;
         // The session now knows these files as it left them.
         let pos = oplog::last_pos(&self.db())?;
         let now = now_ns();

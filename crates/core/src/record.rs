@@ -447,6 +447,25 @@ impl Workspace {
         }
     }
 
+    /// Runs `f` with commits that do not flush: `synchronous = NORMAL`, still atomic and
+    /// consistent in WAL mode, only not durable across a power cut. For commits whose loss is
+    /// repaired from the disk (an exact epoch's settle) or only ever makes Rewind more
+    /// cautious (the guard's fingerprints). Nests: an inner call leaves the outer's setting.
+    pub(crate) fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        let level: i64 = self
+            .db()
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+        if level <= 1 {
+            return f();
+        }
+        self.db().pragma_update(None, "synchronous", "NORMAL")?;
+        let r = f();
+        let restore = self.db().pragma_update(None, "synchronous", level);
+        let v = r?;
+        restore?;
+        Ok(v)
+    }
+
     /// Opens an epoch for `session`. Anything found changed since the last known state is
     /// recorded as external first; the preimage is durable before this returns.
     pub fn begin_epoch(&self, session: &str, spec: &EpochSpec) -> Result<EpochRow, Error> {
@@ -655,22 +674,28 @@ impl Workspace {
                     posts.push(disk_entry(&root, &r.change.path, Some(&writer), max)?);
                 }
                 failpoint::hit("settle-before-record");
-                self.transaction(|| {
-                    writer.commit()?;
-                    let pos = oplog::next_pos(&self.db())?;
-                    for (r, post) in pending.iter().zip(&posts) {
-                        if same(&r.change.before, post) {
-                            oplog::delete_change(&self.db(), &epoch.id, &r.change.path)?;
-                        } else {
-                            let c = Change {
-                                path: r.change.path.clone(),
-                                before: r.change.before,
-                                after: *post,
-                            };
-                            oplog::insert_change(&self.db(), &epoch.id, pos, &c, false)?;
+                // Without a flush: the preimages were committed durably before the files could
+                // change. If a power cut loses this commit, the epoch is found open again and
+                // is settled from what is then on disk: by recovery when its process is gone,
+                // or by its session's next epoch (as when an agent dies before `epoch end`).
+                self.relaxed(|| {
+                    self.transaction(|| {
+                        writer.commit()?;
+                        let pos = oplog::next_pos(&self.db())?;
+                        for (r, post) in pending.iter().zip(&posts) {
+                            if same(&r.change.before, post) {
+                                oplog::delete_change(&self.db(), &epoch.id, &r.change.path)?;
+                            } else {
+                                let c = Change {
+                                    path: r.change.path.clone(),
+                                    before: r.change.before,
+                                    after: *post,
+                                };
+                                oplog::insert_change(&self.db(), &epoch.id, pos, &c, false)?;
+                            }
                         }
-                    }
-                    oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
+                        oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
+                    })
                 })?;
             }
             _ => {
@@ -785,5 +810,58 @@ impl Workspace {
         opts.dirty = dirty;
         opts.watch = watch;
         capture::capture(self.root(), self.store(), old, &opts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{EpochSpec, OpenOptions, Workspace};
+
+    fn synchronous(ws: &Workspace) -> i64 {
+        ws.db()
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn an_exact_settle_is_relaxed_and_leaves_full_durability_behind() {
+        let t = tempfile::tempdir().unwrap();
+        let (root, home) = (t.path().join("ws"), t.path().join("home"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("a"), b"1").unwrap();
+        let ws = Workspace::open(
+            &root,
+            &OpenOptions {
+                force: false,
+                home: Some(home),
+            },
+        )
+        .unwrap();
+        ws.snapshot("init", None).unwrap();
+        assert_eq!(synchronous(&ws), 2, "FULL by default");
+        let spec = EpochSpec {
+            tool: Some("write".into()),
+            tool_call: None,
+            paths: vec![b"a".to_vec()],
+            process_owned: false,
+            note: None,
+        };
+        let e = ws.begin_epoch("s", &spec).unwrap();
+        std::fs::write(root.join("a"), b"2").unwrap();
+        let settled = ws.end_epoch("s", Some(&e.id), false).unwrap();
+        assert_eq!(settled.changes.len(), 1);
+        assert_eq!(synchronous(&ws), 2, "the settle puts FULL back");
+        let inner = ws
+            .relaxed(|| {
+                ws.relaxed(|| Ok(synchronous(&ws)))
+                    .map(|i| (i, synchronous(&ws)))
+            })
+            .unwrap();
+        assert_eq!(
+            inner,
+            (1, 1),
+            "a nested relaxed call keeps the outer's NORMAL"
+        );
+        assert_eq!(synchronous(&ws), 2);
     }
 }
