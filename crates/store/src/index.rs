@@ -292,7 +292,7 @@ impl Index {
                 let pid: i64 = pack_id.query_row([&p.name], |r| r.get(0))?;
                 rows.extend(p.entries.iter().map(|e| (pid, e)));
             }
-            rows.sort_unstable_by(|a, b| a.1.id.cmp(&b.1.id));
+            rows.sort_unstable_by_key(|r| r.1.id);
             for (pid, e) in rows {
                 inserted += add_object.execute(params![
                     &e.id.0[..],
