@@ -74,6 +74,14 @@ pub fn run_with_stdin(cmd: &mut Command, stdin: Stdio) -> Result<(Sample, String
     Ok((sample, String::from_utf8_lossy(&out).into_owned()))
 }
 
+/// User plus system CPU time of this process so far (all its threads).
+pub fn cpu_self() -> std::time::Duration {
+    // SAFETY: an all-zero rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    timeval(ru.ru_utime) + timeval(ru.ru_stime)
+}
+
 /// Disk usage of a directory tree: (allocated bytes, apparent bytes). Hard links are counted
 /// once per link, which is fine for the stores measured here.
 pub fn du(path: &Path) -> Result<(u64, u64)> {

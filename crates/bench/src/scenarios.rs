@@ -275,6 +275,49 @@ impl Bench<'_> {
     }
 
     /// `rewind -C TREE --json ARGS...` with `$REWIND_HOME` = `home`.
+    /// The same exact epoch with no process started: the library calls an embedding agent (or
+    /// an MCP or JSON-RPC server) makes on a workspace it keeps open. What separates this row
+    /// from the whole-process ones is the cost of starting a process and opening the
+    /// workspace. The workspace is dropped before the next step, so later processes again
+    /// find no other connection to the database, as they do in every other step.
+    fn exact_in_process(&mut self, tree: &Path, home: &Path, target: &str, rep: u32) -> Result<()> {
+        let ws = rewind_core::Workspace::open(
+            tree,
+            &rewind_core::OpenOptions {
+                force: false,
+                home: Some(home.to_path_buf()),
+            },
+        )?;
+        let spec = rewind_core::EpochSpec {
+            tool: Some("write".into()),
+            tool_call: None,
+            paths: vec![target.as_bytes().to_vec()],
+            process_owned: true,
+            note: None,
+        };
+        for k in 0..5u64 {
+            let content = noise(9200 + k + 10 * rep as u64, 4096);
+            settle_writeback();
+            let cpu0 = measure::cpu_self();
+            let t = Instant::now();
+            let epoch = ws.begin_epoch("bench-lib", &spec)?;
+            std::fs::write(tree.join(target), &content)?;
+            ws.end_epoch("bench-lib", Some(&epoch.id), false)?;
+            let s = Sample {
+                wall: t.elapsed(),
+                cpu: measure::cpu_self().saturating_sub(cpu0),
+                max_rss: 0,
+            };
+            self.log(format_args!(
+                "rewind exact (library)  {:>9.3} s  cpu {:>8.3} s",
+                s.wall.as_secs_f64(),
+                s.cpu.as_secs_f64()
+            ));
+            self.report.add("exact-lib", Tool::Rewind, s);
+        }
+        Ok(())
+    }
+
     fn rw(&self, tree: &Path, home: &Path, args: &[&str]) -> Command {
         let mut c = Command::new(&self.rewind);
         c.env("REWIND_HOME", home)
@@ -464,6 +507,7 @@ impl Bench<'_> {
             self.report.add("guarded-write", Tool::Rewind, w);
         }
         std::fs::remove_file(tree.join(&written))?;
+        self.exact_in_process(tree, home, &target, rep)?;
         // Put the file back as the master tree has it (an edit outside any epoch: recorded as
         // external at the next capture), so the turn below starts from the master tree.
         std::fs::write(tree.join(&target), std::fs::read(master.join(&target))?)?;
