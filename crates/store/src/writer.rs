@@ -2,9 +2,11 @@
 //!
 //! A [`Writer`] is shared by the threads of a capture. Each put hashes and compresses on the
 //! calling thread; only the append to the pack (a copy into a buffer, now and then a write)
-//! happens under the writer's lock. When a pack reaches the target size it is sealed (trailer,
-//! fsync) outside the lock and a new one is started, so one thread's fsync does not stall the
-//! others for long.
+//! happens under the writer's lock. When a pack reaches the target size it is handed to a
+//! thread of its own to be sealed (trailer, fsync) and a new one is started: the putting
+//! threads keep hashing and compressing while the disk flushes (on a journaled volume a 32 MiB
+//! fsync takes long enough that sealing on a capture thread idled one of two cores for a
+//! good part of a first capture). At most [`SEALING_MAX`] seals run at once.
 //!
 //! Nothing a writer does is visible before [`Writer::commit`]: sealed packs stay under `tmp/`
 //! (locked, so no other process removes them) until commit renames them into place, fsyncs the
@@ -39,6 +41,10 @@ pub struct Writer<'s> {
     snapshot: OnceLock<Option<Vec<ObjectId>>>,
 }
 
+/// Seals in flight past which a putting thread waits for the oldest (bounds memory and threads
+/// when the disk is slower than hashing).
+const SEALING_MAX: usize = 2;
+
 /// Lookups a writer always sends to SQLite before it considers loading all ids: a warm
 /// capture that stores a handful of objects must not scan the index.
 const QUERIES_BEFORE_SNAPSHOT: u64 = 1024;
@@ -52,12 +58,24 @@ struct State {
     packing: bool,
     open: Option<PackWriter>,
     sealed: Vec<SealedPack>,
+    /// Packs being sealed by their own threads, oldest first.
+    sealing: Vec<std::thread::JoinHandle<Result<SealedPack>>>,
     /// Ids appended by this writer, so a second put of the same bytes writes nothing.
     written: HashSet<ObjectId>,
     stats: CommitStats,
     /// The first write error. A failed append may leave a torn pack, so the writer refuses all
     /// further work; the caller must drop it and start over.
     failed: Option<(&'static str, PathBuf, io::ErrorKind, String)>,
+}
+
+impl Drop for State {
+    /// A writer dropped without committing waits for its seals, so that their temp packs are
+    /// gone when the drop returns (each removes itself when dropped).
+    fn drop(&mut self) {
+        for h in self.sealing.drain(..) {
+            let _ = h.join();
+        }
+    }
 }
 
 impl State {
@@ -177,15 +195,31 @@ impl<'s> Writer<'s> {
             }
         };
         if let Some(p) = full {
-            // Sealing fsyncs: done without the lock so other threads keep appending.
-            let sealed = p.seal();
-            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            match sealed {
-                Ok(s) => st.sealed.push(s),
-                Err(e) => return Err(st.fail(e)),
+            let oldest = {
+                let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                st.sealing.push(std::thread::spawn(move || p.seal()));
+                (st.sealing.len() > SEALING_MAX).then(|| st.sealing.remove(0))
+            };
+            if let Some(h) = oldest {
+                self.finish_seal(h)?;
             }
         }
         Ok(id)
+    }
+
+    /// Waits for one sealing thread and files its pack (or its error).
+    fn finish_seal(&self, h: std::thread::JoinHandle<Result<SealedPack>>) -> Result<()> {
+        let sealed = h
+            .join()
+            .unwrap_or_else(|_| Err(Error::Format("a pack-sealing thread panicked".into())));
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match sealed {
+            Ok(s) => {
+                st.sealed.push(s);
+                Ok(())
+            }
+            Err(e) => Err(st.fail(e)),
+        }
     }
 
     /// Whether `id` is in the index.
@@ -229,6 +263,10 @@ impl<'s> Writer<'s> {
     /// If this fails after some packs were renamed into place, those packs are orphans: the
     /// next [`Store::open`] indexes them. Either way nothing committed earlier is affected.
     pub fn commit(self) -> Result<CommitStats> {
+        let sealing = std::mem::take(&mut self.state()?.sealing);
+        for h in sealing {
+            self.finish_seal(h)?;
+        }
         let mut st = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
         st.check()?;
         if let Some(p) = st.open.take() {
@@ -270,7 +308,7 @@ impl<'s> Writer<'s> {
             m.remove();
         }
         st.stats.new_pack_bytes = published.iter().map(|p| p.size).sum();
-        Ok(st.stats)
+        Ok(std::mem::take(&mut st.stats))
     }
 }
 
