@@ -13,8 +13,9 @@ use crate::{Error, FsckProblem, FsckReport, ObjectKind, Result, Store, Tree};
 pub(crate) fn run(store: &Store) -> Result<FsckReport> {
     let mut report = FsckReport::default();
     let mut indexed = HashSet::new();
+    let mut by_pack = store.index.objects_by_pack()?;
     for row in store.index.packs()? {
-        let entries = store.index.pack_objects(row.id)?;
+        let entries = by_pack.remove(&row.id).unwrap_or_default();
         let path = pack::pack_path(&store.packs_dir, &row.name);
         indexed.insert(row.name.clone());
         let file = match File::open(&path) {

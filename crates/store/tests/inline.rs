@@ -95,7 +95,7 @@ fn a_damaged_inline_object_is_found_and_refused() {
 }
 
 #[test]
-fn an_index_of_version_1_is_upgraded() {
+fn an_index_of_version_1_is_upgraded_to_3() {
     let t = TestStore::new();
     let w = t.store.writer().unwrap();
     let packed = w.put_blob(&random(5, 100_000)).unwrap();
@@ -104,6 +104,7 @@ fn an_index_of_version_1_is_upgraded() {
         let c = db(&t);
         c.execute_batch(
             "DROP TABLE store_inline;
+             CREATE INDEX store_objects_by_pack ON store_objects(pack, offset);
              UPDATE store_meta SET value = '1' WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -121,5 +122,17 @@ fn an_index_of_version_1_is_upgraded() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "2");
+    assert_eq!(version, "3");
+    let by_pack: i64 = db(&t)
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'store_objects_by_pack'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(by_pack, 0, "version 3 has no index by pack");
+    let report = store.fsck().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.packs_checked, 1);
+    assert!(report.objects_checked >= 2);
 }
