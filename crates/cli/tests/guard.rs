@@ -207,6 +207,16 @@ fn killed_mid_write_is_recovered_and_never_half_written() {
     );
     let o = env.run(&["check-write", &a]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Its new content was staged under a temporary name beside the file; recovering its
+    // epoch removes that file.
+    let o = env.run(&["recover"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let leftovers: Vec<_> = std::fs::read_dir(env.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".rewind-tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 
     // Killed after the rename, before the epoch settled: the next command settles it (the
     // change is attributed to it), the file is whole, and the session must read again.

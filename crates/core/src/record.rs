@@ -669,6 +669,19 @@ impl Workspace {
                 let writer = self.store().writer()?;
                 let max = self.config().capture.max_file_size();
                 let pending = oplog::epoch_changes(&self.db(), &epoch.id)?;
+                if recovered {
+                    // A guarded write killed before its renames leaves its new contents under
+                    // temporary names beside the declared paths: remove those of dead writers.
+                    let mut dirs: Vec<&[u8]> = pending
+                        .iter()
+                        .map(|r| relpath::split(&r.change.path).0)
+                        .collect();
+                    dirs.sort_unstable();
+                    dirs.dedup();
+                    for d in dirs {
+                        root.remove_dead_temp_files(d);
+                    }
+                }
                 let mut posts = Vec::new();
                 for r in &pending {
                     posts.push(disk_entry(&root, &r.change.path, Some(&writer), max)?);
