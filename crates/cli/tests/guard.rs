@@ -207,8 +207,26 @@ fn killed_mid_write_is_recovered_and_never_half_written() {
     );
     let o = env.run(&["check-write", &a]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    // Its new content was staged under a temporary name beside the file; recovering its
-    // epoch removes that file.
+
+    // Killed with the new content complete under its temporary name, before the rename: the
+    // file is untouched, and recovering the epoch removes the temporary file.
+    let mut c = env.cmd(&["write", &a]);
+    c.env("REWIND_FAILPOINT", "write-before-rename");
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"after\n").unwrap();
+    assert_eq!(
+        child.wait().unwrap().code(),
+        None,
+        "killed by the failpoint"
+    );
+    assert_eq!(
+        std::fs::read(env.root().join("a.txt")).unwrap(),
+        b"before\n"
+    );
     let o = env.run(&["recover"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let leftovers: Vec<_> = std::fs::read_dir(env.root())

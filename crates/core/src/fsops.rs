@@ -235,6 +235,7 @@ impl RootDir {
                 file.sync_all()?;
             }
             let meta = file.metadata()?;
+            crate::failpoint::hit("write-before-rename");
             rename_at(&dir, &tmp, name)?;
             Ok(meta)
         })();
