@@ -287,6 +287,15 @@ pub(crate) struct SealedPack {
 }
 
 impl SealedPack {
+    /// Makes the pack's bytes durable now (a sealing thread's job, so the capture's threads
+    /// need not wait for it); the fsync at publish then finds nothing left to write.
+    pub fn synced(self) -> Result<SealedPack> {
+        self._file
+            .sync_data()
+            .map_err(io_err("fsync temp pack", &self.guard.path))?;
+        Ok(self)
+    }
+
     /// Renames the pack into place. Returns the directory that must be fsynced, and whether it
     /// was created (then its parent must be fsynced too).
     pub fn publish(mut self, packs_dir: &Path) -> Result<(PathBuf, bool, PublishedPack)> {

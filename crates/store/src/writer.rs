@@ -4,9 +4,10 @@
 //! calling thread; only the append to the pack (a copy into a buffer, now and then a write)
 //! happens under the writer's lock. When a pack reaches the target size it is handed to a
 //! thread of its own to be sealed (trailer, fsync) and a new one is started: the putting
-//! threads keep hashing and compressing while the disk flushes (on a journaled volume a 32 MiB
-//! fsync takes long enough that sealing on a capture thread idled one of two cores for a
-//! good part of a first capture). At most [`SEALING_MAX`] seals run at once.
+//! threads keep hashing and compressing while the disk flushes, and commit no longer fsyncs
+//! the packs one after another (at 100k files on a journaled volume, commit went from
+//! 0.45-0.96 s to 0.25 s with this and the parallel directory fsyncs). At most
+//! [`SEALING_MAX`] seals run at once.
 //!
 //! Nothing a writer does is visible before [`Writer::commit`]: sealed packs stay under `tmp/`
 //! (locked, so no other process removes them) until commit renames them into place, fsyncs the
@@ -197,7 +198,8 @@ impl<'s> Writer<'s> {
         if let Some(p) = full {
             let oldest = {
                 let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                st.sealing.push(std::thread::spawn(move || p.seal()));
+                st.sealing
+                    .push(std::thread::spawn(move || p.seal()?.synced()));
                 (st.sealing.len() > SEALING_MAX).then(|| st.sealing.remove(0))
             };
             if let Some(h) = oldest {
@@ -293,12 +295,19 @@ impl<'s> Writer<'s> {
             }
             published.push(p);
         }
-        for d in &dirs {
-            pack::sync_dir(d)?;
-        }
+        // At once: on a journaled file system each directory fsync is a journal commit, and
+        // concurrent ones share commits (a first capture's 15 pack directories took 0.2 s one
+        // after another on a journaled volume).
         if created_dir {
-            pack::sync_dir(packs_dir)?;
+            dirs.push(packs_dir.clone());
         }
+        std::thread::scope(|s| {
+            let syncs: Vec<_> = dirs.iter().map(|d| s.spawn(|| pack::sync_dir(d))).collect();
+            syncs.into_iter().try_for_each(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Format("a directory fsync panicked".into())))
+            })
+        })?;
         #[cfg(test)]
         crate::crash_tests::after_rename_hook();
         if !published.is_empty() || !st.pending.is_empty() {
