@@ -178,6 +178,23 @@ diff --git a/c.txt b/c.txt\nnew file mode 100755\n--- /dev/null\n+++ b/c.txt\n@@
     assert_eq!(std::fs::read(env.root().join("b.txt")).unwrap(), b"x\n");
 }
 
+/// `rewind write PATH` with "after\n" on stdin, killed at `failpoint`.
+fn write_killed_at(env: &Env, path: &str, failpoint: &str) {
+    let mut c = env.cmd(&["write", path]);
+    c.env("REWIND_FAILPOINT", failpoint);
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"after\n").unwrap();
+    assert_eq!(
+        child.wait().unwrap().code(),
+        None,
+        "killed by the failpoint {failpoint}"
+    );
+}
+
 #[test]
 fn killed_mid_write_is_recovered_and_never_half_written() {
     let env = Env::new();
@@ -188,19 +205,7 @@ fn killed_mid_write_is_recovered_and_never_half_written() {
 
     // Killed after the epoch opened, before anything was written: nothing changes, and the
     // session's baseline still holds.
-    let mut c = env.cmd(&["write", &a]);
-    c.env("REWIND_FAILPOINT", "guard-before-write");
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"after\n").unwrap();
-    assert_eq!(
-        child.wait().unwrap().code(),
-        None,
-        "killed by the failpoint"
-    );
+    write_killed_at(&env, &a, "guard-before-write");
     assert_eq!(
         std::fs::read(env.root().join("a.txt")).unwrap(),
         b"before\n"
@@ -210,19 +215,7 @@ fn killed_mid_write_is_recovered_and_never_half_written() {
 
     // Killed with the new content complete under its temporary name, before the rename: the
     // file is untouched, and recovering the epoch removes the temporary file.
-    let mut c = env.cmd(&["write", &a]);
-    c.env("REWIND_FAILPOINT", "write-before-rename");
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"after\n").unwrap();
-    assert_eq!(
-        child.wait().unwrap().code(),
-        None,
-        "killed by the failpoint"
-    );
+    write_killed_at(&env, &a, "write-before-rename");
     assert_eq!(
         std::fs::read(env.root().join("a.txt")).unwrap(),
         b"before\n"
@@ -238,19 +231,7 @@ fn killed_mid_write_is_recovered_and_never_half_written() {
 
     // Killed after the rename, before the epoch settled: the next command settles it (the
     // change is attributed to it), the file is whole, and the session must read again.
-    let mut c = env.cmd(&["write", &a]);
-    c.env("REWIND_FAILPOINT", "guard-before-settle");
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"after\n").unwrap();
-    assert_eq!(
-        child.wait().unwrap().code(),
-        None,
-        "killed by the failpoint"
-    );
+    write_killed_at(&env, &a, "guard-before-settle");
     assert_eq!(std::fs::read(env.root().join("a.txt")).unwrap(), b"after\n");
     let o = env.run(&["check-write", &a]);
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
