@@ -223,11 +223,7 @@ fn hash_one(
             ));
         }
     }
-    let mut file = match File::options()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(&abs)
-    {
+    let mut file = match open_for_capture(&abs) {
         Ok(file) => file,
         Err(e) => {
             return Ok(scan::uncovered(
@@ -263,6 +259,31 @@ fn hash_one(
         }
     }
     Ok(out)
+}
+
+/// Opens a file to read its content: never through a final symlink, never blocking on a FIFO
+/// swapped in since the walk, and without updating its access time where the kernel allows it
+/// (`O_NOATIME` needs the file's owner or CAP_FOWNER). A capture is not a use of the file:
+/// it should leave no trace on it, and at 100k files the atime updates are each an inode
+/// written to the journal (5 % of a first capture's samples in one profile).
+fn open_for_capture(abs: &Path) -> std::io::Result<File> {
+    static NOATIME_REFUSED: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+    let open = |extra: i32| {
+        File::options()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | extra)
+            .open(abs)
+    };
+    if !NOATIME_REFUSED.load(Ordering::Relaxed) {
+        match open(libc::O_NOATIME) {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                NOATIME_REFUSED.store(true, Ordering::Relaxed);
+            }
+            r => return r,
+        }
+    }
+    open(0)
 }
 
 fn tree_entry(s: &StatEntry) -> TreeEntry {
