@@ -196,11 +196,33 @@ impl<'s> Writer<'s> {
             }
         };
         if let Some(p) = full {
-            let oldest = {
-                let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                st.sealing
-                    .push(std::thread::spawn(move || p.seal()?.synced()));
-                (st.sealing.len() > SEALING_MAX).then(|| st.sealing.remove(0))
+            // The pack goes to the thread through a slot, so that if no thread can be started
+            // (a process or memory limit) it is still here to be sealed on this one.
+            let slot = std::sync::Arc::new(Mutex::new(Some(p)));
+            let theirs = std::sync::Arc::clone(&slot);
+            let spawned = std::thread::Builder::new()
+                .name("rewind-seal".into())
+                .spawn(move || {
+                    let p = theirs.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    p.expect("the pack to seal").seal()?.synced()
+                });
+            let oldest = match spawned {
+                Ok(h) => {
+                    let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                    st.sealing.push(h);
+                    (st.sealing.len() > SEALING_MAX).then(|| st.sealing.remove(0))
+                }
+                Err(_) => {
+                    let p = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    let sealed = p.expect("not taken: the thread never ran").seal();
+                    let sealed = sealed.and_then(SealedPack::synced);
+                    let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                    match sealed {
+                        Ok(s) => st.sealed.push(s),
+                        Err(e) => return Err(st.fail(e)),
+                    }
+                    None
+                }
             };
             if let Some(h) = oldest {
                 self.finish_seal(h)?;
