@@ -1,16 +1,16 @@
 //! A capture reads files without touching their access time.
 
+mod common;
+
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
-use rewind_core::{OpenOptions, Workspace};
+use common::Env;
 
 #[test]
 fn a_capture_leaves_access_times_alone() {
-    let t = tempfile::tempdir().unwrap();
-    let (root, home) = (t.path().join("ws"), t.path().join("home"));
-    std::fs::create_dir_all(&root).unwrap();
-    let file = root.join("a.txt");
+    let env = Env::new();
+    let file = env.root().join("a.txt");
     std::fs::write(&file, b"content").unwrap();
     // An access time older than the modification time: under `relatime` (the usual mount
     // option) the next read would update it.
@@ -27,15 +27,7 @@ fn a_capture_leaves_access_times_alone() {
     // SAFETY: a valid C string and two timespecs, as utimensat expects.
     let rc = unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), [old, keep].as_ptr(), 0) };
     assert_eq!(rc, 0);
-    let ws = Workspace::open(
-        &root,
-        &OpenOptions {
-            force: false,
-            home: Some(home),
-        },
-    )
-    .unwrap();
-    let (capture, _) = ws.snapshot("first", None).unwrap();
+    let (capture, _) = env.open().snapshot("first", None).unwrap();
     assert_eq!(capture.stats.files_hashed, 1, "the file was read");
     assert_eq!(std::fs::metadata(&file).unwrap().atime(), old.tv_sec);
 }
