@@ -293,8 +293,19 @@ impl RootDir {
 }
 
 impl RootDir {
+    /// Removes the dead writers' `TEMP_PREFIX` files from the directories of `paths` (each
+    /// directory once): what a restore or a guarded write killed before its renames left.
+    pub fn remove_dead_temp_files_beside<'a>(&self, paths: impl Iterator<Item = &'a [u8]>) {
+        let mut dirs: Vec<&[u8]> = paths.map(|p| relpath::split(p).0).collect();
+        dirs.sort_unstable();
+        dirs.dedup();
+        for d in dirs {
+            self.remove_dead_temp_files(d);
+        }
+    }
+
     /// Removes `TEMP_PREFIX` files in `dir` whose writing process is gone. Best effort.
-    pub fn remove_dead_temp_files(&self, dir: &[u8]) {
+    fn remove_dead_temp_files(&self, dir: &[u8]) {
         use std::os::unix::ffi::OsStrExt;
         let path = if dir.is_empty() {
             Vec::new()

@@ -672,15 +672,9 @@ impl Workspace {
                 if recovered {
                     // A guarded write killed before its renames leaves its new contents under
                     // temporary names beside the declared paths: remove those of dead writers.
-                    let mut dirs: Vec<&[u8]> = pending
-                        .iter()
-                        .map(|r| relpath::split(&r.change.path).0)
-                        .collect();
-                    dirs.sort_unstable();
-                    dirs.dedup();
-                    for d in dirs {
-                        root.remove_dead_temp_files(d);
-                    }
+                    root.remove_dead_temp_files_beside(
+                        pending.iter().map(|r| r.change.path.as_slice()),
+                    );
                 }
                 let mut posts = Vec::new();
                 for r in &pending {

@@ -556,12 +556,7 @@ impl Workspace {
         let max = self.config().capture.max_file_size();
         // A restore killed mid-write leaves temporary files beside its targets: remove those of
         // dead processes before they could be mistaken for the user's.
-        let mut dirs: Vec<&[u8]> = steps.iter().map(|s| relpath::split(&s.path).0).collect();
-        dirs.sort();
-        dirs.dedup();
-        for d in dirs {
-            root.remove_dead_temp_files(d);
-        }
+        root.remove_dead_temp_files_beside(steps.iter().map(|s| s.path.as_slice()));
         // Only steps whose path is still what the plan expected; already-applied ones are done.
         let mut todo = Vec::new();
         let mut done = Vec::new();

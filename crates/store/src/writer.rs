@@ -214,13 +214,8 @@ impl<'s> Writer<'s> {
                 }
                 Err(_) => {
                     let p = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
-                    let sealed = p.expect("not taken: the thread never ran").seal();
-                    let sealed = sealed.and_then(SealedPack::synced);
-                    let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                    match sealed {
-                        Ok(s) => st.sealed.push(s),
-                        Err(e) => return Err(st.fail(e)),
-                    }
+                    let p = p.expect("not taken: the thread never ran");
+                    self.file_sealed(p.seal().and_then(SealedPack::synced))?;
                     None
                 }
             };
@@ -233,9 +228,14 @@ impl<'s> Writer<'s> {
 
     /// Waits for one sealing thread and files its pack (or its error).
     fn finish_seal(&self, h: std::thread::JoinHandle<Result<SealedPack>>) -> Result<()> {
-        let sealed = h
-            .join()
-            .unwrap_or_else(|_| Err(Error::Format("a pack-sealing thread panicked".into())));
+        self.file_sealed(
+            h.join()
+                .unwrap_or_else(|_| Err(Error::Format("a pack-sealing thread panicked".into()))),
+        )
+    }
+
+    /// Keeps a sealed pack for commit, or records the writer's failure.
+    fn file_sealed(&self, sealed: Result<SealedPack>) -> Result<()> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match sealed {
             Ok(s) => {
@@ -323,11 +323,22 @@ impl<'s> Writer<'s> {
         if created_dir {
             dirs.push(packs_dir.clone());
         }
+        // A directory whose thread cannot be started is synced on this one.
         std::thread::scope(|s| {
-            let syncs: Vec<_> = dirs.iter().map(|d| s.spawn(|| pack::sync_dir(d))).collect();
-            syncs.into_iter().try_for_each(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::Format("a directory fsync panicked".into())))
+            let syncs: Vec<_> = dirs
+                .iter()
+                .map(|d| {
+                    (
+                        d,
+                        std::thread::Builder::new().spawn_scoped(s, || pack::sync_dir(d)),
+                    )
+                })
+                .collect();
+            syncs.into_iter().try_for_each(|(d, h)| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::Format("a directory fsync panicked".into()))),
+                Err(_) => pack::sync_dir(d),
             })
         })?;
         #[cfg(test)]
