@@ -166,6 +166,8 @@ impl Workspace {
             relpath::check(p)?;
         }
         let _lock = self.lock_when_session_idle(session, opts.wait)?;
+        // A whole-tree command: the moment to keep the WAL short for the quick ones.
+        self.store().truncate_wal_on_close();
         self.recover_locked()?;
         if !opts.dry_run {
             self.settle_session_epochs(session)?;
@@ -220,6 +222,8 @@ impl Workspace {
         opts: &RewindOptions,
     ) -> Result<RewindOutcome, Error> {
         let _lock = self.lock_when_session_idle(session, opts.wait)?;
+        // A whole-tree command: the moment to keep the WAL short for the quick ones.
+        self.store().truncate_wal_on_close();
         self.recover_locked()?;
         if !opts.dry_run {
             self.settle_session_epochs(session)?;
@@ -617,8 +621,8 @@ impl Workspace {
         let mut rec = Recovered::default();
         let pending: Vec<String> = {
             let db = self.db();
-            let mut st =
-                db.prepare("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
+            let mut st = db
+                .prepare_cached("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
             let rows = st.query_map([], |r| r.get(0))?;
             rows.collect::<Result<_, _>>()?
         };
@@ -639,6 +643,7 @@ impl Workspace {
     /// `rewind recover`: the same, explicitly.
     pub fn recover(&self) -> Result<Recovered, Error> {
         let _lock = self.lock(crate::lock::default_wait(), "recover")?;
+        self.store().truncate_wal_on_close();
         // Also index any pack in place but unindexed (every open only checks for writers that
         // died while publishing).
         self.store().adopt_orphans()?;

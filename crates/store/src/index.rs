@@ -92,6 +92,8 @@ pub(crate) struct Index {
     /// a store call made while it holds the connection (say, a writer's commit inside the
     /// engine's transaction) must not deadlock.
     conn: ReentrantMutex<Connection>,
+    /// Truncate the WAL at close past `WAL_TRUNCATE_EAGERLY_AT` rather than `WAL_TRUNCATE_AT`.
+    eager_truncate: std::sync::atomic::AtomicBool,
 }
 
 /// Opens a connection to the SQLite database the store shares with the rest of Rewind, set up
@@ -100,14 +102,28 @@ pub(crate) struct Index {
 /// the short-lived processes (re-creating it costs a directory fsync each time) and checkpointed
 /// as it grows rather than when a process exits.
 pub fn open_database(path: &Path) -> Result<Connection> {
+    let wal = wal_path(path);
+    let wal_before = file_identity(&wal);
     let conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(30))?;
+    // Room for every statement one command runs more than once (the default is 16).
+    conn.set_prepared_statement_cache_capacity(64);
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::Format(format!(
             "database {} refused WAL mode (got {mode})",
             path.display()
         )));
+    }
+    // A commit is only as durable as the WAL file's directory entry. SQLite syncs the directory
+    // at the first commit of every connection that opened the WAL with O_CREAT, which is every
+    // connection: it cannot tell a new WAL file from the kept one. The workspace's build turns
+    // that off (`SQLITE_DISABLE_DIRSYNC` in .cargo/config.toml: one fsync less per command) and
+    // syncs here instead, when the WAL file is in fact new. Built either way, this is correct.
+    let wal_now = file_identity(&wal);
+    if wal_now.is_some() && wal_now != wal_before {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        crate::pack::sync_dir(dir.unwrap_or(Path::new(".")))?;
     }
     conn.pragma_update(None, "synchronous", "FULL")?;
     // Every Rewind command is a short-lived process, and SQLite rebuilds the WAL index from the
@@ -134,16 +150,41 @@ pub fn open_database(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
-/// WAL size past which a closing `Index` checkpoints and truncates it (see `open_database`).
-const WAL_TRUNCATE_AT: u64 = 256 << 10;
+/// WAL sizes past which a closing `Index` checkpoints and truncates the WAL (see
+/// `open_database`). A checkpoint costs two fsyncs (3-5 ms); every process's WAL-index rebuild
+/// re-reads the whole WAL (about 2 µs a frame; a guarded write adds about 17 frames). A short
+/// command (an exact epoch, a query) so truncates rarely, and one that just captured the whole
+/// tree (see [`crate::Store::truncate_wal_on_close`]), where a checkpoint is lost in the noise,
+/// truncates whenever the WAL holds more than a few commands.
+const WAL_TRUNCATE_AT: u64 = 1 << 20;
+const WAL_TRUNCATE_EAGERLY_AT: u64 = 64 << 10;
+
+fn wal_path(db: &Path) -> std::path::PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-wal");
+    p.into()
+}
+
+/// Device and inode of a file, if it exists: tells a file that was there from one made anew.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
 
 impl Drop for Index {
     fn drop(&mut self) {
         let conn = self.conn.get_mut();
-        let Some(wal) = conn.path().map(|p| format!("{p}-wal")) else {
+        let Some(wal) = conn.path().map(|p| wal_path(Path::new(p))) else {
             return;
         };
-        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_TRUNCATE_AT) {
+        let at = if *self.eager_truncate.get_mut() {
+            WAL_TRUNCATE_EAGERLY_AT
+        } else {
+            WAL_TRUNCATE_AT
+        };
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > at) {
             // Never wait at exit: if another process is reading, a later command truncates.
             let _ = conn.busy_timeout(Duration::ZERO);
             let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
@@ -160,9 +201,15 @@ impl Index {
         conn.pragma_update(None, "cache_size", -(16i64 << 10))?;
         let mut index = Index {
             conn: ReentrantMutex::new(conn),
+            eager_truncate: Default::default(),
         };
         let conn = index.conn.get_mut();
-        if schema_version(conn)?.is_none() {
+        // Every process opens the index: the usual case, a current schema, costs one query.
+        let current = schema_version(conn)?;
+        if current.as_deref() == Some(SCHEMA_VERSION) {
+            return Ok(index);
+        }
+        if current.is_none() {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute_batch(SCHEMA)?;
             tx.execute(
@@ -187,6 +234,11 @@ impl Index {
                 v.unwrap_or_default()
             ))),
         }
+    }
+
+    pub(crate) fn truncate_wal_on_close(&self) {
+        self.eager_truncate
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub(crate) fn conn(&self) -> ReentrantMutexGuard<'_, Connection> {
@@ -464,21 +516,19 @@ impl Index {
 }
 
 fn schema_version(conn: &Connection) -> Result<Option<String>> {
-    let exists: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_meta')",
+    match conn.query_row(
+        "SELECT value FROM store_meta WHERE key = 'schema_version'",
         [],
         |r| r.get(0),
-    )?;
-    if !exists {
-        return Ok(None);
+    ) {
+        Ok(v) => Ok(Some(v)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        // A new database: no table yet.
+        Err(rusqlite::Error::SqliteFailure(_, Some(m))) if m.starts_with("no such table") => {
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
     }
-    Ok(conn
-        .query_row(
-            "SELECT value FROM store_meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?)
 }
 
 fn entry(

@@ -117,3 +117,38 @@ fn empty_commit_is_a_no_op() {
     assert!(t.pack_files().is_empty());
     assert!(t.tmp_files().is_empty());
 }
+
+/// The WAL is kept between processes (each would otherwise re-create it, with a directory
+/// fsync) and truncated at close only past a size: a low one after whole-tree work, a high one
+/// otherwise, so quick commands rarely pay for a checkpoint.
+#[test]
+fn the_wal_is_kept_and_truncated_past_a_size() {
+    let t = TestStore::new();
+    let wal = t.dir.path().join("meta.sqlite-wal");
+    // Some hundreds of KiB of index rows: small objects are inlined into the database.
+    let commit_some = |store: &rewind_store::Store, seed: u64| {
+        let w = store.writer().unwrap();
+        for i in 0..300 {
+            w.put_blob(&random(seed * 1000 + i, 400)).unwrap();
+        }
+        w.commit().unwrap();
+    };
+    commit_some(&t.store, 1);
+    let size = std::fs::metadata(&wal).unwrap().len();
+    assert!(size > 64 << 10 && size < 1 << 20, "{size}");
+    // A quick command closes: the WAL stays as it is.
+    drop(t.reopen());
+    assert_eq!(std::fs::metadata(&wal).unwrap().len(), size);
+    // One that did whole-tree work truncates it (but keeps the file).
+    let other = t.reopen();
+    other.truncate_wal_on_close();
+    drop(other);
+    assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
+    // Still readable, and past the high mark even a quick command truncates.
+    for seed in 2..12 {
+        commit_some(&t.store, seed);
+    }
+    assert!(std::fs::metadata(&wal).unwrap().len() > 1 << 20);
+    drop(t.reopen());
+    assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
+}
