@@ -18,33 +18,40 @@ const MIGRATIONS: &[&str] = &[
     crate::oplog::MIGRATION,
     // 3: the read-before-edit guard's per-session fingerprints.
     crate::guard::MIGRATION,
+    // 4: open epochs found without reading the whole history.
+    crate::oplog::MIGRATION_OPEN_EPOCHS,
 ];
 
 /// Brings the engine's tables up to date on `conn` (the store's connection: see
 /// `rewind_store::Store::db`).
 pub fn init(conn: &Connection) -> Result<(), Error> {
+    // Every process opens the database: the usual case, a current schema, costs one query.
+    if matches!(version(conn), Ok(v) if v >= MIGRATIONS.len()) {
+        return Ok(());
+    }
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS core_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
     )?;
     migrate(conn)
 }
 
+fn version(c: &Connection) -> rusqlite::Result<usize> {
+    c.query_row(
+        "SELECT value FROM core_meta WHERE key = 'schema_version'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|v| v as usize)
+    .or_else(|e| {
+        if e == rusqlite::Error::QueryReturnedNoRows {
+            Ok(0)
+        } else {
+            Err(e)
+        }
+    })
+}
+
 fn migrate(conn: &Connection) -> Result<(), Error> {
-    let version = |c: &Connection| -> rusqlite::Result<usize> {
-        c.query_row(
-            "SELECT value FROM core_meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|v| v as usize)
-        .or_else(|e| {
-            if e == rusqlite::Error::QueryReturnedNoRows {
-                Ok(0)
-            } else {
-                Err(e)
-            }
-        })
-    };
     if version(conn)? >= MIGRATIONS.len() {
         return Ok(());
     }

@@ -160,35 +160,35 @@ ALTER TABLE snapshots ADD COLUMN pos INTEGER NOT NULL DEFAULT 0;
 INSERT INTO core_meta (key, value) VALUES ('next_pos', 1);
 ";
 
+/// Every epoch begin, end and capture lists the open epochs; there are a handful of them in a
+/// history of (eventually) hundreds of thousands, so they get an index of their own.
+pub const MIGRATION_OPEN_EPOCHS: &str = "
+CREATE INDEX epochs_open ON epochs (pos) WHERE state = 'open';
+";
+
 /// Takes the next op-log position. Call inside the transaction that uses it.
 pub fn next_pos(db: &Connection) -> Result<i64, Error> {
-    let pos: i64 = db.query_row(
-        "SELECT value FROM core_meta WHERE key = 'next_pos'",
-        [],
-        |r| r.get(0),
-    )?;
-    db.execute(
-        "UPDATE core_meta SET value = ?1 WHERE key = 'next_pos'",
-        [pos + 1],
-    )?;
+    let pos: i64 = db
+        .prepare_cached("SELECT value FROM core_meta WHERE key = 'next_pos'")?
+        .query_row([], |r| r.get(0))?;
+    db.prepare_cached("UPDATE core_meta SET value = ?1 WHERE key = 'next_pos'")?
+        .execute([pos + 1])?;
     Ok(pos)
 }
 
 /// The last position handed out (0 when none).
 pub fn last_pos(db: &Connection) -> Result<i64, Error> {
-    let next: i64 = db.query_row(
-        "SELECT value FROM core_meta WHERE key = 'next_pos'",
-        [],
-        |r| r.get(0),
-    )?;
+    let next: i64 = db
+        .prepare_cached("SELECT value FROM core_meta WHERE key = 'next_pos'")?
+        .query_row([], |r| r.get(0))?;
     Ok(next - 1)
 }
 
 pub fn ensure_session(db: &Connection, session: &str, now: i64) -> Result<(), Error> {
-    db.execute(
+    db.prepare_cached(
         "INSERT OR IGNORE INTO sessions (id, head, created_ns) VALUES (?1, NULL, ?2)",
-        params![session, now],
-    )?;
+    )?
+    .execute(params![session, now])?;
     Ok(())
 }
 
@@ -202,15 +202,13 @@ pub fn session_head(db: &Connection, session: &str) -> Result<Option<String>, Er
 }
 
 pub fn set_head(db: &Connection, session: &str, head: Option<&str>) -> Result<(), Error> {
-    db.execute(
-        "UPDATE sessions SET head = ?2 WHERE id = ?1",
-        params![session, head],
-    )?;
+    db.prepare_cached("UPDATE sessions SET head = ?2 WHERE id = ?1")?
+        .execute(params![session, head])?;
     Ok(())
 }
 
 pub fn sessions(db: &Connection) -> Result<Vec<(String, Option<String>)>, Error> {
-    let mut st = db.prepare("SELECT id, head FROM sessions ORDER BY created_ns")?;
+    let mut st = db.prepare_cached("SELECT id, head FROM sessions ORDER BY created_ns")?;
     let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -222,11 +220,11 @@ pub fn add_node(
     parent: Option<&str>,
     now: i64,
 ) -> Result<(), Error> {
-    db.execute(
+    db.prepare_cached(
         "INSERT INTO nodes (session, message, parent, created_ns) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (session, message) DO UPDATE SET parent = excluded.parent",
-        params![session, message, parent, now],
-    )?;
+    )?
+    .execute(params![session, message, parent, now])?;
     Ok(())
 }
 
@@ -240,29 +238,29 @@ pub fn insert_epoch(db: &Connection, e: &EpochRow) -> Result<(), Error> {
         Owner::Session => (None, None),
     };
     let paths = (!e.paths.is_empty()).then(|| e.paths.join(&0u8));
-    db.execute(
+    db.prepare_cached(
         "INSERT INTO epochs (id, pos, session, kind, state, tool, tool_call, message, owner_pid,
             owner_start, paths, pre_root, recovered, note, created_ns, settled_ns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-        params![
-            e.id,
-            e.pos,
-            e.session,
-            e.kind.as_str(),
-            e.state.as_str(),
-            e.tool,
-            e.tool_call,
-            e.message,
-            pid,
-            start,
-            paths,
-            e.pre_root.map(|r| r.0.to_vec()),
-            e.recovered,
-            e.note,
-            e.created_ns,
-            e.settled_ns
-        ],
-    )?;
+    )?
+    .execute(params![
+        e.id,
+        e.pos,
+        e.session,
+        e.kind.as_str(),
+        e.state.as_str(),
+        e.tool,
+        e.tool_call,
+        e.message,
+        pid,
+        start,
+        paths,
+        e.pre_root.map(|r| r.0.to_vec()),
+        e.recovered,
+        e.note,
+        e.created_ns,
+        e.settled_ns
+    ])?;
     Ok(())
 }
 
@@ -273,10 +271,10 @@ pub fn settle_epoch(
     recovered: bool,
     now: i64,
 ) -> Result<(), Error> {
-    db.execute(
+    db.prepare_cached(
         "UPDATE epochs SET state = ?2, recovered = recovered OR ?3, settled_ns = ?4 WHERE id = ?1",
-        params![id, state.as_str(), recovered, now],
-    )?;
+    )?
+    .execute(params![id, state.as_str(), recovered, now])?;
     Ok(())
 }
 
@@ -288,33 +286,31 @@ pub fn insert_change(
     pending: bool,
 ) -> Result<(), Error> {
     let (b, a) = (&c.before, &c.after);
-    db.execute(
+    db.prepare_cached(
         "INSERT OR REPLACE INTO changes (epoch, pos, path, pre_kind, pre_mode, pre_size, pre_id,
             post_kind, post_mode, post_size, post_id, pending)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        params![
-            epoch,
-            pos,
-            c.path,
-            kind_i(b),
-            b.map(|e| e.mode),
-            b.map(|e| e.size as i64),
-            b.map(|e| e.id.0.to_vec()),
-            kind_i(a),
-            a.map(|e| e.mode),
-            a.map(|e| e.size as i64),
-            a.map(|e| e.id.0.to_vec()),
-            pending
-        ],
-    )?;
+    )?
+    .execute(params![
+        epoch,
+        pos,
+        c.path,
+        kind_i(b),
+        b.map(|e| e.mode),
+        b.map(|e| e.size as i64),
+        b.map(|e| e.id.0.to_vec()),
+        kind_i(a),
+        a.map(|e| e.mode),
+        a.map(|e| e.size as i64),
+        a.map(|e| e.id.0.to_vec()),
+        pending
+    ])?;
     Ok(())
 }
 
 pub fn delete_change(db: &Connection, epoch: &str, path: &[u8]) -> Result<(), Error> {
-    db.execute(
-        "DELETE FROM changes WHERE epoch = ?1 AND path = ?2",
-        params![epoch, path],
-    )?;
+    db.prepare_cached("DELETE FROM changes WHERE epoch = ?1 AND path = ?2")?
+        .execute(params![epoch, path])?;
     Ok(())
 }
 
@@ -365,7 +361,7 @@ pub fn latest_change(
 pub fn changes_after(db: &Connection, after_pos: i64) -> Result<Vec<ChangeRow>, Error> {
     let sql =
         format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.pos > ?1 ORDER BY c.pos, c.path");
-    let mut st = db.prepare(&sql)?;
+    let mut st = db.prepare_cached(&sql)?;
     let rows = st.query_map([after_pos], change_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -373,7 +369,7 @@ pub fn changes_after(db: &Connection, after_pos: i64) -> Result<Vec<ChangeRow>, 
 /// The changes of one epoch, sorted by path.
 pub fn epoch_changes(db: &Connection, epoch: &str) -> Result<Vec<ChangeRow>, Error> {
     let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.epoch = ?1 ORDER BY c.path");
-    let mut st = db.prepare(&sql)?;
+    let mut st = db.prepare_cached(&sql)?;
     let rows = st.query_map([epoch], change_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -389,7 +385,7 @@ pub fn session_changes_after(
          WHERE e.session = ?1 AND e.pos > ?2 AND e.state != 'open' AND e.kind != 'external'
          ORDER BY c.pos, c.path"
     );
-    let mut st = db.prepare(&sql)?;
+    let mut st = db.prepare_cached(&sql)?;
     let rows = st.query_map(params![session, after_pos], change_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -432,12 +428,18 @@ fn epoch_row(r: &Row) -> rusqlite::Result<EpochRow> {
 
 pub fn epoch(db: &Connection, id: &str) -> Result<Option<EpochRow>, Error> {
     let sql = format!("SELECT {EPOCH_COLS} FROM epochs WHERE id = ?1");
-    Ok(db.query_row(&sql, [id], epoch_row).optional()?)
+    Ok(db
+        .prepare_cached(&sql)?
+        .query_row([id], epoch_row)
+        .optional()?)
+}
+
+pub(crate) fn open_epochs_sql() -> String {
+    format!("SELECT {EPOCH_COLS} FROM epochs WHERE state = 'open' ORDER BY pos")
 }
 
 pub fn open_epochs(db: &Connection) -> Result<Vec<EpochRow>, Error> {
-    let sql = format!("SELECT {EPOCH_COLS} FROM epochs WHERE state = 'open' ORDER BY pos");
-    let mut st = db.prepare(&sql)?;
+    let mut st = db.prepare_cached(&open_epochs_sql())?;
     let rows = st.query_map([], epoch_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -448,7 +450,10 @@ pub fn last_epoch(db: &Connection, session: &str) -> Result<Option<EpochRow>, Er
         "SELECT {EPOCH_COLS} FROM epochs WHERE session = ?1 AND state != 'open' AND kind != 'external'
          ORDER BY pos DESC LIMIT 1"
     );
-    Ok(db.query_row(&sql, [session], epoch_row).optional()?)
+    Ok(db
+        .prepare_cached(&sql)?
+        .query_row([session], epoch_row)
+        .optional()?)
 }
 
 /// Epochs newest first; `session` filters unless `None`.
@@ -457,7 +462,7 @@ pub fn epochs(db: &Connection, session: Option<&str>, limit: i64) -> Result<Vec<
         "SELECT {EPOCH_COLS} FROM epochs WHERE (?1 IS NULL OR session = ?1 OR kind = 'external')
          ORDER BY pos DESC LIMIT ?2"
     );
-    let mut st = db.prepare(&sql)?;
+    let mut st = db.prepare_cached(&sql)?;
     let rows = st.query_map(params![session, limit], epoch_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -465,11 +470,8 @@ pub fn epochs(db: &Connection, session: Option<&str>, limit: i64) -> Result<Vec<
 /// How many paths an epoch changed, and how many of those it met but could not capture.
 pub fn change_counts(db: &Connection, epoch: &str) -> Result<(i64, i64), Error> {
     let uncovered = EntryKind::Uncovered as i64;
-    Ok(db.query_row(
-        "SELECT count(*), coalesce(sum(pre_kind = ?2 OR post_kind = ?2), 0) FROM changes WHERE epoch = ?1",
-        params![epoch, uncovered],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?)
+    Ok(db.prepare_cached("SELECT count(*), coalesce(sum(pre_kind = ?2 OR post_kind = ?2), 0) FROM changes WHERE epoch = ?1")?.query_row(params![epoch, uncovered],
+        |r| Ok((r.get(0)?, r.get(1)?)),)?)
 }
 
 const CKPT_COLS: &str =
@@ -492,17 +494,17 @@ fn ckpt_row(r: &Row) -> rusqlite::Result<CheckpointRow> {
 }
 
 pub fn insert_checkpoint(db: &Connection, c: &CheckpointRow) -> Result<(), Error> {
-    db.execute(
-        "INSERT INTO checkpoints (id, pos, session, message, parent, label, root, payload, pinned, created_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        params![c.id, c.pos, c.session, c.message, c.parent, c.label, c.root.0.to_vec(), c.payload, c.pinned, c.created_ns],
-    )?;
+    db.prepare_cached("INSERT INTO checkpoints (id, pos, session, message, parent, label, root, payload, pinned, created_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")?.execute(params![c.id, c.pos, c.session, c.message, c.parent, c.label, c.root.0.to_vec(), c.payload, c.pinned, c.created_ns],)?;
     Ok(())
 }
 
 pub fn checkpoint(db: &Connection, id: &str) -> Result<Option<CheckpointRow>, Error> {
     let sql = format!("SELECT {CKPT_COLS} FROM checkpoints WHERE id = ?1");
-    Ok(db.query_row(&sql, [id], ckpt_row).optional()?)
+    Ok(db
+        .prepare_cached(&sql)?
+        .query_row([id], ckpt_row)
+        .optional()?)
 }
 
 pub fn checkpoint_by_message(
@@ -522,18 +524,22 @@ pub fn checkpoints(
     limit: i64,
 ) -> Result<Vec<CheckpointRow>, Error> {
     let sql = format!("SELECT {CKPT_COLS} FROM checkpoints WHERE (?1 IS NULL OR session = ?1) ORDER BY pos DESC LIMIT ?2");
-    let mut st = db.prepare(&sql)?;
+    let mut st = db.prepare_cached(&sql)?;
     let rows = st.query_map(params![session, limit], ckpt_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+pub(crate) const IDS_WITH_PREFIX: &str = "SELECT id, 1 FROM epochs WHERE id >= ?1 AND id < ?2
+    UNION ALL SELECT id, 0 FROM checkpoints WHERE id >= ?1 AND id < ?2 LIMIT 10";
+
 /// Ids (epochs and checkpoints) starting with `prefix`.
 pub fn ids_with_prefix(db: &Connection, prefix: &str) -> Result<Vec<(String, bool)>, Error> {
-    let pattern = format!("{}%", prefix.replace(['%', '_'], ""));
-    let mut st = db.prepare(
-        "SELECT id, 1 FROM epochs WHERE id LIKE ?1 UNION ALL SELECT id, 0 FROM checkpoints WHERE id LIKE ?1 LIMIT 10",
-    )?;
-    let rows = st.query_map([pattern], |r| {
+    // Ids are lowercase hex. A range over the primary keys (not LIKE, which scans every row of
+    // both tables: `epoch end` would slow down as the history grows).
+    let low = prefix.to_ascii_lowercase();
+    let high = format!("{low}\u{7f}");
+    let mut st = db.prepare_cached(IDS_WITH_PREFIX)?;
+    let rows = st.query_map([&low, &high], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -577,6 +577,7 @@ impl Workspace {
             for p in &spec.paths {
                 disk.push(disk_entry(&root, p, Some(&writer), max)?);
             }
+            crate::trace::phase("epoch begin: preimages read");
             let mut external = Vec::new();
             for (p, now_entry) in spec.paths.iter().zip(&disk) {
                 if let Some(known) = self.last_known(p)? {
@@ -613,6 +614,7 @@ impl Workspace {
                 }
                 Ok(())
             })?;
+            crate::trace::phase("epoch begin: recorded");
         }
         Ok(row)
     }
@@ -629,6 +631,10 @@ impl Workspace {
         crate::trace::phase("epoch end: locked, recovered");
         let open = oplog::open_epochs(&self.db())?;
         let epoch = match id {
+            // A whole id (what the guard and scripts that kept `epoch begin`'s id pass): no lookup.
+            Some(id) if open.iter().any(|e| e.id == id) => {
+                open.into_iter().find(|e| e.id == id).expect("just found")
+            }
             Some(id) => {
                 let full = self.resolve_epoch_id(id)?;
                 open.into_iter().find(|e| e.id == full).ok_or_else(|| {
@@ -704,6 +710,7 @@ impl Workspace {
                         oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
                     })
                 })?;
+                crate::trace::phase("epoch end: recorded");
             }
             _ => {
                 let watched = self
@@ -770,6 +777,8 @@ impl Workspace {
         payload: Option<Vec<u8>>,
     ) -> Result<CheckpointRow, Error> {
         let _lock = self.lock(crate::lock::default_wait(), "checkpoint")?;
+        // A whole-tree command: the moment to keep the WAL short for the quick ones.
+        self.store().truncate_wal_on_close();
         self.recover_locked()?;
         self.settle_session_epochs(session)?;
         let now = now_ns();
@@ -870,5 +879,60 @@ mod tests {
             "a nested relaxed call keeps the outer's NORMAL"
         );
         assert_eq!(synchronous(&ws), 2);
+    }
+
+    /// The query plan of `sql` on the workspace's database, one line per step.
+    fn plan(ws: &Workspace, sql: &str) -> String {
+        let db = ws.db();
+        let mut st = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        for i in 1..=st.parameter_count() {
+            st.raw_bind_parameter(i, "ab").unwrap();
+        }
+        let mut rows = st.raw_query();
+        let mut steps = Vec::new();
+        while let Some(r) = rows.next().unwrap() {
+            steps.push(r.get::<_, String>(3).unwrap());
+        }
+        steps.join("\n")
+    }
+
+    /// Every epoch begin and end lists the open epochs and `epoch end ID` resolves ids: neither
+    /// may read the whole history, or each tool call gets slower as a session grows (with 33k
+    /// epochs they took 5-7 ms each).
+    #[test]
+    fn per_call_queries_do_not_scan_the_history() {
+        let t = tempfile::tempdir().unwrap();
+        let (root, home) = (t.path().join("ws"), t.path().join("home"));
+        std::fs::create_dir_all(&root).unwrap();
+        let ws = Workspace::open(
+            &root,
+            &OpenOptions {
+                force: false,
+                home: Some(home),
+            },
+        )
+        .unwrap();
+        // With rows the planner has something to choose from.
+        ws.snapshot("init", None).unwrap();
+        let open = plan(&ws, &crate::oplog::open_epochs_sql());
+        assert!(open.contains("epochs_open"), "{open}");
+        let ids = plan(&ws, crate::oplog::IDS_WITH_PREFIX);
+        assert!(!ids.contains("SCAN"), "{ids}");
+        // Both still find what they should (an id prefix in any case).
+        let e = ws
+            .begin_epoch(
+                "s",
+                &EpochSpec {
+                    tool: None,
+                    tool_call: None,
+                    paths: vec![b"x".to_vec()],
+                    process_owned: false,
+                    note: None,
+                },
+            )
+            .unwrap();
+        let found = crate::oplog::ids_with_prefix(&ws.db(), &e.id[..6].to_uppercase()).unwrap();
+        assert_eq!(found, vec![(e.id.clone(), true)]);
+        assert_eq!(crate::oplog::open_epochs(&ws.db()).unwrap().len(), 1);
     }
 }
