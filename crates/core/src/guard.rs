@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use crate::edit::{self, EditSpec};
 use crate::entry::Entry;
-use crate::fsops::{Present, RootDir};
+use crate::fsops::{Present, RootDir, StagedFile};
 use crate::oplog::{self, EpochKind, EpochRow, EpochState};
 use crate::patch::{self, PatchOp};
 use crate::record::{owner_alive, EpochSpec, Settled};
@@ -566,6 +566,7 @@ enum Done {
 fn apply_plan(
     root: &RootDir,
     plan: &Plan,
+    staged: &mut BTreeMap<usize, StagedFile>,
     done: &mut Vec<Done>,
 ) -> Result<BTreeMap<usize, std::fs::Metadata>, Error> {
     for (i, op) in plan.ops.iter().enumerate() {
@@ -592,7 +593,7 @@ fn apply_plan(
         if let Some((mode, content)) = &op.after {
             crate::failpoint::hit("guard-before-write");
             let meta = root
-                .write_file(&op.path, *mode, DURABLE, &mut |f| {
+                .write_file_staged(&op.path, staged.remove(&i), *mode, DURABLE, &mut |f| {
                     std::io::Write::write_all(f, content)
                 })
                 .map_err(io_err("writing", &op.path))?;
@@ -610,6 +611,25 @@ fn apply_plan(
         }
     }
     Ok(metas)
+}
+
+/// The plan's new file contents, staged (see [`RootDir::stage_file`]) where the file system
+/// allows it, by op index. Best effort: what is not staged here is written in full later, and
+/// that write reports any error.
+fn stage(root: &RootDir, plan: &Plan) -> BTreeMap<usize, StagedFile> {
+    let mut out = BTreeMap::new();
+    if !DURABLE {
+        return out;
+    }
+    for (i, op) in plan.ops.iter().enumerate() {
+        if let Some((mode, content)) = &op.after {
+            let fill = &mut |f: &mut std::fs::File| std::io::Write::write_all(f, content);
+            if let Ok(Some(s)) = root.stage_file(&op.path, *mode, fill) {
+                out.insert(i, s);
+            }
+        }
+    }
+    out
 }
 
 /// Best-effort undo of a partly applied plan (after an I/O error); what cannot be put back is
@@ -1188,7 +1208,18 @@ impl Workspace {
             process_owned: true,
             note: None,
         };
-        let epoch = self.begin_epoch(session, &spec)?;
+        // The new contents are written and fsynced, under no name yet, while the epoch's
+        // opening commit is made durable: the two fsyncs overlap instead of adding up. Nothing
+        // is in place before the epoch is recorded; a refused write drops them unseen.
+        let (epoch, mut staged) = std::thread::scope(|s| {
+            let staging = std::thread::Builder::new()
+                .spawn_scoped(s, || stage(root, &plan))
+                .ok();
+            let epoch = self.begin_epoch(session, &spec);
+            let staged = staging.and_then(|h| h.join().ok()).unwrap_or_default();
+            (epoch, staged)
+        });
+        let epoch = epoch?;
         // The preimages the epoch stored must be what the guard checked; anything that changed
         // in between is refused, with nothing written.
         let pre: BTreeMap<Vec<u8>, Option<Entry>> = oplog::epoch_changes(&self.db(), &epoch.id)?
@@ -1223,7 +1254,7 @@ impl Workspace {
             return Err(Error::Guard(raced));
         }
         let mut done = Vec::new();
-        let metas = match apply_plan(root, &plan, &mut done) {
+        let metas = match apply_plan(root, &plan, &mut staged, &mut done) {
             Ok(m) => m,
             Err(e) => {
                 roll_back(root, &plan, done);
@@ -1231,12 +1262,14 @@ impl Workspace {
                 return Err(e);
             }
         };
+        crate::trace::phase("guard: written");
         crate::failpoint::hit("guard-before-settle");
         // The settle commits without a flush (as every exact epoch's does): what must survive a
         // power cut already has, the open epoch and its preimages (committed durably by
         // `begin_epoch`) and the written file (fsynced before its rename).
         let settled = self.end_epoch(session, Some(&epoch.id), false)?;
         // The session now knows these files as it left them.
+        crate::trace::phase("guard: settled");
         let pos = oplog::last_pos(&self.db())?;
         let now = now_ns();
         self.relaxed_tx(|| {
