@@ -68,6 +68,10 @@ pub struct Capture {
     pub stats: CaptureStats,
     /// Whether `state` differs from the cache it was computed from and should be saved.
     pub state_changed: bool,
+    /// The walk found the tree exactly as the cache has it: `root` is the cache's, and
+    /// `state` is left empty for the caller to fill with the cache it passed in (see
+    /// [`unchanged`]).
+    pub(crate) same_as_cache: bool,
 }
 
 pub(crate) fn capture(
@@ -89,6 +93,24 @@ pub(crate) fn capture(
     );
     let mut dirs = walk.dirs;
     crate::trace::phase("capture: walk");
+    if unchanged(&dirs, old) {
+        // Nothing to hash, no tree to build, no new cache to diff: the usual case of an
+        // `exec` whose command changed nothing, and of every capture with no edits since.
+        let entries = dirs.values().map(|e| e.len() as u64).sum();
+        return Ok(Capture {
+            root: old.root,
+            state: State::default(),
+            changes: Vec::new(),
+            uncovered: Vec::new(),
+            warnings: walk.warnings,
+            stats: CaptureStats {
+                entries,
+                ..Default::default()
+            },
+            state_changed: false,
+            same_as_cache: true,
+        });
+    }
     let writer = store.writer()?;
 
     // Hash what the cache could not vouch for, in parallel.
@@ -170,6 +192,32 @@ pub(crate) fn capture(
         warnings: walk.warnings,
         stats,
         state_changed,
+        same_as_cache: false,
+    })
+}
+
+/// Whether the walk found exactly what the cache holds: the same directories, each with the
+/// same names, every file and symlink vouched for by its stat (not racy), every directory with
+/// its mode. Then the cache's trees are the tree. Conservative: an uncovered entry anywhere
+/// (its reason is reported afresh) takes the full path.
+fn unchanged(dirs: &HashMap<Vec<u8>, Vec<Found>>, old: &State) -> bool {
+    if old.is_empty() || old.root == ObjectId::ZERO || dirs.len() != old.dirs.len() {
+        return false;
+    }
+    dirs.par_iter().all(|(dir, entries)| {
+        let Some(cached) = old.dirs.get(dir) else {
+            return false;
+        };
+        cached.len() == entries.len()
+            && entries.iter().zip(cached).all(|(f, c)| {
+                f.uncovered.is_none()
+                    && f.stat.name == c.name
+                    && match f.stat.kind {
+                        EntryKind::File | EntryKind::Symlink => f.known,
+                        EntryKind::Dir => c.kind == EntryKind::Dir && c.mode == f.stat.mode,
+                        _ => false,
+                    }
+            })
     })
 }
 

@@ -236,7 +236,15 @@ impl Workspace {
     ) -> Result<Found, Error> {
         let (old, stamp) = self.take_state();
         let dirty = dirty.filter(|_| !old.is_empty());
-        let capture = self.run_capture(&old, progress, dirty, watch)?;
+        let mut capture = self.run_capture(&old, progress, dirty, watch)?;
+        // A walk that found the tree exactly as cached leaves the cache to be the new state.
+        let old = if capture.same_as_cache {
+            capture.state = old;
+            None
+        } else {
+            Some(old)
+        };
+        let old: &State = old.as_ref().unwrap_or(&capture.state);
         let latest = oplog::latest_snapshot(&self.db())?;
         let mut changes = Vec::new();
         if latest.is_none() && old.is_empty() {
