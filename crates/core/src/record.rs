@@ -726,8 +726,11 @@ impl Workspace {
                     .borrow_mut()
                     .take_if(|(id, _)| id == &epoch.id)
                     .map(|(_, w)| w);
-                let dirty = watched.and_then(|w| w.dirty());
-                crate::trace::phase("settle: watcher read and closed");
+                let dirty = watched.as_ref().and_then(|w| w.dirty());
+                if let Some(w) = watched {
+                    w.close_in_background();
+                }
+                crate::trace::phase("settle: watcher read");
                 if dirty.as_ref().is_some_and(|d| d.is_empty()) {
                     // The watcher saw nothing happen since before the opening capture: the
                     // tree is what that capture recorded, so there is nothing to capture.

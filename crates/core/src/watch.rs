@@ -149,7 +149,7 @@ impl Watcher {
     }
 
     /// What changed since the watch started; `None` means "scan everything".
-    pub fn dirty(self) -> Option<Dirty> {
+    pub fn dirty(&self) -> Option<Dirty> {
         if !self.is_complete() {
             return None;
         }
@@ -212,6 +212,18 @@ impl Watcher {
             }
         }
         Some(dirty.finish())
+    }
+}
+
+impl Watcher {
+    /// Drops the watcher on a thread of its own: closing an inotify descriptor waits for the
+    /// kernel to retire its watches (see `Drop`), and the caller's remaining work (the settle's
+    /// commit, the process's exit) can overlap that wait. If no thread can be started, it is
+    /// dropped here.
+    pub fn close_in_background(self) {
+        let _ = std::thread::Builder::new()
+            .name("rewind-unwatch".into())
+            .spawn(move || drop(self));
     }
 }
 
