@@ -26,8 +26,10 @@ const MIGRATIONS: &[&str] = &[
 /// `rewind_store::Store::db`).
 pub fn init(conn: &Connection) -> Result<(), Error> {
     // Every process opens the database: the usual case, a current schema, costs one query.
-    if matches!(version(conn), Ok(v) if v >= MIGRATIONS.len()) {
-        return Ok(());
+    match version(conn) {
+        Ok(v) if v == MIGRATIONS.len() => return Ok(()),
+        Ok(v) if v > MIGRATIONS.len() => return Err(newer(v)),
+        _ => {}
     }
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS core_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
@@ -51,17 +53,25 @@ fn version(c: &Connection) -> rusqlite::Result<usize> {
     })
 }
 
+/// A database written by a newer rewind: its tables may mean what this binary cannot know.
+fn newer(version: usize) -> Error {
+    Error::Usage(format!(
+        "this state was written by a newer rewind (schema {version}, this one knows {}); upgrade rewind",
+        MIGRATIONS.len()
+    ))
+}
+
 fn migrate(conn: &Connection) -> Result<(), Error> {
-    if version(conn)? >= MIGRATIONS.len() {
-        return Ok(());
+    match version(conn)? {
+        v if v == MIGRATIONS.len() => return Ok(()),
+        v if v > MIGRATIONS.len() => return Err(newer(v)),
+        _ => {}
     }
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
         let from = version(conn)?;
         if from > MIGRATIONS.len() {
-            return Err(Error::Usage(format!(
-                "this state was written by a newer rewind (schema {from}); upgrade rewind"
-            )));
+            return Err(newer(from));
         }
         for m in &MIGRATIONS[from..] {
             conn.execute_batch(m)?;
@@ -79,5 +89,25 @@ fn migrate(conn: &Connection) -> Result<(), Error> {
             let _ = conn.execute_batch("ROLLBACK");
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An older binary must not work on tables whose meaning it does not know.
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let conn = Connection::open_in_memory().unwrap();
+        init(&conn).unwrap();
+        init(&conn).unwrap();
+        conn.execute(
+            "UPDATE core_meta SET value = value + 1 WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        let err = init(&conn).unwrap_err().to_string();
+        assert!(err.contains("upgrade rewind"), "{err}");
     }
 }
