@@ -442,17 +442,24 @@ impl Workspace {
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction: committed if it succeeds, rolled back if
     /// not.
     pub(crate) fn transaction<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-        self.db().execute_batch("BEGIN IMMEDIATE")?;
+        self.run_cached("BEGIN IMMEDIATE")?;
         match f() {
             Ok(v) => {
-                self.db().execute_batch("COMMIT")?;
+                self.run_cached("COMMIT")?;
                 Ok(v)
             }
             Err(e) => {
-                let _ = self.db().execute_batch("ROLLBACK");
+                let _ = self.run_cached("ROLLBACK");
                 Err(e)
             }
         }
+    }
+
+    /// Runs one statement that returns no rows, prepared once per process: a guarded write
+    /// runs three transactions, and preparing a statement costs more than running these.
+    fn run_cached(&self, sql: &str) -> Result<(), Error> {
+        self.db().prepare_cached(sql)?.execute([])?;
+        Ok(())
     }
 
     /// Runs `f` with commits that do not flush: `synchronous = NORMAL`, still atomic and
@@ -462,13 +469,14 @@ impl Workspace {
     pub(crate) fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
         let level: i64 = self
             .db()
-            .query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+            .prepare_cached("PRAGMA synchronous")?
+            .query_row([], |r| r.get(0))?;
         if level <= 1 {
             return f();
         }
-        self.db().pragma_update(None, "synchronous", "NORMAL")?;
+        self.run_cached("PRAGMA synchronous = NORMAL")?;
         let r = f();
-        let restore = self.db().pragma_update(None, "synchronous", level);
+        let restore = self.run_cached(&format!("PRAGMA synchronous = {level}"));
         let v = r?;
         restore?;
         Ok(v)
