@@ -226,7 +226,7 @@ impl RootDir {
     ) -> io::Result<std::fs::Metadata> {
         let (dir, name) = self.parent(rel)?;
         let (tmp, mut file) = self.temp_file(&dir)?;
-        let result = (|| {
+        let written = (|| {
             fill(&mut file)?;
             file.flush()?;
             // SAFETY: valid fd.
@@ -234,15 +234,13 @@ impl RootDir {
             if durable {
                 file.sync_all()?;
             }
-            let meta = file.metadata()?;
-            crate::failpoint::hit("write-before-rename");
-            rename_at(&dir, &tmp, name)?;
-            Ok(meta)
+            Ok(())
         })();
-        if result.is_err() {
+        if let Err(e) = written {
             let _ = unlink_at(&dir, &tmp);
+            return Err(e);
         }
-        result
+        rename_into_place(&dir, &tmp, name, &file)
     }
 
     /// Writes the content `rel` is about to get into a new file that has no name yet
@@ -305,16 +303,7 @@ impl RootDir {
         let Some(tmp) = link_temp(&dir, &staged.file)? else {
             return self.write_file(rel, mode, durable, fill);
         };
-        let result = (|| {
-            let meta = staged.file.metadata()?;
-            crate::failpoint::hit("write-before-rename");
-            rename_at(&dir, &tmp, name)?;
-            Ok(meta)
-        })();
-        if result.is_err() {
-            let _ = unlink_at(&dir, &tmp);
-        }
-        result
+        rename_into_place(&dir, &tmp, name, &staged.file)
     }
 
     /// Creates (or replaces) a symlink atomically via a temporary name. The link is created, not
@@ -416,6 +405,26 @@ impl RootDir {
             }
         }
     }
+}
+
+/// Renames the complete file `file`, under the temporary name `tmp` in `dir`, over `name`;
+/// returns its metadata. On failure the temporary name is removed.
+fn rename_into_place(
+    dir: &OwnedFd,
+    tmp: &[u8],
+    name: &[u8],
+    file: &File,
+) -> io::Result<std::fs::Metadata> {
+    let result = (|| {
+        let meta = file.metadata()?;
+        crate::failpoint::hit("write-before-rename");
+        rename_at(dir, tmp, name)?;
+        Ok(meta)
+    })();
+    if result.is_err() {
+        let _ = unlink_at(dir, tmp);
+    }
+    result
 }
 
 /// A file's new content, durable but not linked anywhere yet (see [`RootDir::stage_file`]).

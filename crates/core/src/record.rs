@@ -852,6 +852,19 @@ impl Workspace {
 mod tests {
     use crate::{EpochSpec, OpenOptions, Workspace};
 
+    /// A workspace in `t` with a file `a` in it.
+    fn workspace(t: &tempfile::TempDir) -> (std::path::PathBuf, Workspace) {
+        let (root, home) = (t.path().join("ws"), t.path().join("home"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("a"), b"1").unwrap();
+        let opts = OpenOptions {
+            force: false,
+            home: Some(home),
+        };
+        let ws = Workspace::open(&root, &opts).unwrap();
+        (root, ws)
+    }
+
     fn synchronous(ws: &Workspace) -> i64 {
         ws.db()
             .query_row("PRAGMA synchronous", [], |r| r.get(0))
@@ -861,17 +874,7 @@ mod tests {
     #[test]
     fn an_exact_settle_is_relaxed_and_leaves_full_durability_behind() {
         let t = tempfile::tempdir().unwrap();
-        let (root, home) = (t.path().join("ws"), t.path().join("home"));
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(root.join("a"), b"1").unwrap();
-        let ws = Workspace::open(
-            &root,
-            &OpenOptions {
-                force: false,
-                home: Some(home),
-            },
-        )
-        .unwrap();
+        let (root, ws) = workspace(&t);
         ws.snapshot("init", None).unwrap();
         assert_eq!(synchronous(&ws), 2, "FULL by default");
         let spec = EpochSpec {
@@ -921,16 +924,7 @@ mod tests {
     #[test]
     fn per_call_queries_do_not_scan_the_history() {
         let t = tempfile::tempdir().unwrap();
-        let (root, home) = (t.path().join("ws"), t.path().join("home"));
-        std::fs::create_dir_all(&root).unwrap();
-        let ws = Workspace::open(
-            &root,
-            &OpenOptions {
-                force: false,
-                home: Some(home),
-            },
-        )
-        .unwrap();
+        let (_, ws) = workspace(&t);
         // With rows the planner has something to choose from.
         ws.snapshot("init", None).unwrap();
         let open = plan(&ws, &crate::oplog::open_epochs_sql());
