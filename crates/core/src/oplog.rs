@@ -457,13 +457,28 @@ pub fn last_epoch(db: &Connection, session: &str) -> Result<Option<EpochRow>, Er
 }
 
 /// Epochs newest first; `session` filters unless `None`.
+/// The SQL of [`epochs`]: with a session, its rows and the external ones (session `""`),
+/// found through `epochs_by_session`; without, the newest rows of all. (One statement for both,
+/// `?1 IS NULL OR session = ?1`, could use no index: `rewind log` for a session with few epochs
+/// read the whole history.)
+pub(crate) fn epochs_sql(for_session: bool) -> String {
+    if for_session {
+        format!(
+            "SELECT {EPOCH_COLS} FROM epochs WHERE session IN (?1, '')
+             AND (session = ?1 OR kind = 'external') ORDER BY pos DESC LIMIT ?2"
+        )
+    } else {
+        format!("SELECT {EPOCH_COLS} FROM epochs ORDER BY pos DESC LIMIT ?1")
+    }
+}
+
+/// The newest `limit` epochs of `session` (with the external ones), or of all sessions.
 pub fn epochs(db: &Connection, session: Option<&str>, limit: i64) -> Result<Vec<EpochRow>, Error> {
-    let sql = format!(
-        "SELECT {EPOCH_COLS} FROM epochs WHERE (?1 IS NULL OR session = ?1 OR kind = 'external')
-         ORDER BY pos DESC LIMIT ?2"
-    );
-    let mut st = db.prepare_cached(&sql)?;
-    let rows = st.query_map(params![session, limit], epoch_row)?;
+    let mut st = db.prepare_cached(&epochs_sql(session.is_some()))?;
+    let rows = match session {
+        Some(s) => st.query_map(params![s, limit], epoch_row)?,
+        None => st.query_map(params![limit], epoch_row)?,
+    };
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -518,14 +533,25 @@ pub fn checkpoint_by_message(
         .optional()?)
 }
 
+/// The SQL of [`checkpoints`] (see [`epochs_sql`] for why two).
+pub(crate) fn checkpoints_sql(for_session: bool) -> String {
+    if for_session {
+        format!("SELECT {CKPT_COLS} FROM checkpoints WHERE session = ?1 ORDER BY pos DESC LIMIT ?2")
+    } else {
+        format!("SELECT {CKPT_COLS} FROM checkpoints ORDER BY pos DESC LIMIT ?1")
+    }
+}
+
 pub fn checkpoints(
     db: &Connection,
     session: Option<&str>,
     limit: i64,
 ) -> Result<Vec<CheckpointRow>, Error> {
-    let sql = format!("SELECT {CKPT_COLS} FROM checkpoints WHERE (?1 IS NULL OR session = ?1) ORDER BY pos DESC LIMIT ?2");
-    let mut st = db.prepare_cached(&sql)?;
-    let rows = st.query_map(params![session, limit], ckpt_row)?;
+    let mut st = db.prepare_cached(&checkpoints_sql(session.is_some()))?;
+    let rows = match session {
+        Some(s) => st.query_map(params![s, limit], ckpt_row)?,
+        None => st.query_map(params![limit], ckpt_row)?,
+    };
     Ok(rows.collect::<Result<_, _>>()?)
 }
 

@@ -931,6 +931,18 @@ mod tests {
         assert!(open.contains("epochs_open"), "{open}");
         let ids = plan(&ws, crate::oplog::IDS_WITH_PREFIX);
         assert!(!ids.contains("SCAN"), "{ids}");
+        // `rewind log` of one session: found through the session's index, not by reading the
+        // whole history newest first and filtering (as a session with few epochs did).
+        let p = plan(&ws, &crate::oplog::epochs_sql(true));
+        assert!(
+            p.contains("SEARCH epochs USING INDEX epochs_by_session"),
+            "{p}"
+        );
+        let p = plan(&ws, &crate::oplog::checkpoints_sql(true));
+        assert!(
+            p.contains("SEARCH checkpoints USING INDEX checkpoints_by_message"),
+            "{p}"
+        );
         // Both still find what they should (an id prefix in any case).
         let e = ws
             .begin_epoch(
