@@ -61,12 +61,9 @@ fn newer(version: usize) -> Error {
     ))
 }
 
+/// Applies the missing migrations (`init` checked the version already; it is read again
+/// under the write lock, since another process may have migrated meanwhile).
 fn migrate(conn: &Connection) -> Result<(), Error> {
-    match version(conn)? {
-        v if v == MIGRATIONS.len() => return Ok(()),
-        v if v > MIGRATIONS.len() => return Err(newer(v)),
-        _ => {}
-    }
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
         let from = version(conn)?;

@@ -168,9 +168,7 @@ CREATE INDEX epochs_open ON epochs (pos) WHERE state = 'open';
 
 /// Takes the next op-log position. Call inside the transaction that uses it.
 pub fn next_pos(db: &Connection) -> Result<i64, Error> {
-    let pos: i64 = db
-        .prepare_cached("SELECT value FROM core_meta WHERE key = 'next_pos'")?
-        .query_row([], |r| r.get(0))?;
+    let pos = last_pos(db)? + 1;
     db.prepare_cached("UPDATE core_meta SET value = ?1 WHERE key = 'next_pos'")?
         .execute([pos + 1])?;
     Ok(pos)

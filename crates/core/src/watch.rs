@@ -213,9 +213,7 @@ impl Watcher {
         }
         Some(dirty.finish())
     }
-}
 
-impl Watcher {
     /// Drops the watcher on a thread of its own: closing an inotify descriptor waits for the
     /// kernel to retire its watches (see `Drop`), and the caller's remaining work (the settle's
     /// commit, the process's exit) can overlap that wait. If no thread can be started, it is

@@ -152,7 +152,7 @@ pub fn open_database(path: &Path) -> Result<Connection> {
 
 /// WAL sizes past which a closing `Index` checkpoints and truncates the WAL (see
 /// `open_database`). A checkpoint costs two fsyncs (3-5 ms); every process's WAL-index rebuild
-/// re-reads the whole WAL (about 2 µs a frame; a guarded write adds about 17 frames). A short
+/// re-reads the whole WAL (about 2 µs a frame; a guarded write adds about 19 frames). A short
 /// command (an exact epoch, a query) so truncates rarely, and one that just captured the whole
 /// tree (see [`crate::Store::truncate_wal_on_close`]), where a checkpoint is lost in the noise,
 /// truncates whenever the WAL holds more than a few commands.
