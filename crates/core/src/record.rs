@@ -797,7 +797,7 @@ impl Workspace {
     ) -> Result<CheckpointRow, Error> {
         let _lock = self.lock(crate::lock::default_wait(), "checkpoint")?;
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
-        self.store().truncate_wal_on_close();
+        self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
         self.settle_session_epochs(session)?;
         let now = now_ns();

@@ -167,7 +167,7 @@ impl Workspace {
         }
         let _lock = self.lock_when_session_idle(session, opts.wait)?;
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
-        self.store().truncate_wal_on_close();
+        self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
         if !opts.dry_run {
             self.settle_session_epochs(session)?;
@@ -223,7 +223,7 @@ impl Workspace {
     ) -> Result<RewindOutcome, Error> {
         let _lock = self.lock_when_session_idle(session, opts.wait)?;
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
-        self.store().truncate_wal_on_close();
+        self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
         if !opts.dry_run {
             self.settle_session_epochs(session)?;
@@ -643,7 +643,7 @@ impl Workspace {
     /// `rewind recover`: the same, explicitly.
     pub fn recover(&self) -> Result<Recovered, Error> {
         let _lock = self.lock(crate::lock::default_wait(), "recover")?;
-        self.store().truncate_wal_on_close();
+        self.store().checkpoint_wal_on_close();
         // Also index any pack in place but unindexed (every open only checks for writers that
         // died while publishing).
         self.store().adopt_orphans()?;

@@ -327,7 +327,7 @@ impl Workspace {
     ) -> Result<(Capture, i64), Error> {
         let _lock = self.lock(lock::default_wait(), "capture")?;
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
-        self.store().truncate_wal_on_close();
+        self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
         let mut found = self.capture_found(progress)?;
         crate::failpoint::hit("capture-before-record");

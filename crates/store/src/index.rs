@@ -92,8 +92,8 @@ pub(crate) struct Index {
     /// a store call made while it holds the connection (say, a writer's commit inside the
     /// engine's transaction) must not deadlock.
     conn: ReentrantMutex<Connection>,
-    /// Truncate the WAL at close past `WAL_TRUNCATE_EAGERLY_AT` rather than `WAL_TRUNCATE_AT`.
-    eager_truncate: std::sync::atomic::AtomicBool,
+    /// Checkpoint the WAL at close past `WAL_RESTART_EAGERLY_AT` rather than `WAL_RESTART_AT`.
+    eager_checkpoint: std::sync::atomic::AtomicBool,
 }
 
 /// Opens a connection to the SQLite database the store shares with the rest of Rewind, set up
@@ -130,8 +130,8 @@ pub fn open_database(path: &Path) -> Result<Connection> {
     // WAL file in each one (no other connection keeps it alive): it re-reads every frame of the
     // WAL and forgets which of them earlier processes already copied into the database. So a
     // connection does not checkpoint when it closes (that would copy the whole WAL again, with
-    // two fsyncs, in every command); instead `Index`'s drop truncates the WAL once it passes
-    // `WAL_TRUNCATE_AT`, which keeps both the rebuild and the copy small. The automatic
+    // two fsyncs, in every command); instead `Index`'s drop checkpoints the WAL and starts it
+    // over once it passes `WAL_RESTART_AT`, which keeps both the rebuild and the copy small. The automatic
     // checkpoint stays as a bound for long-running processes; `journal_size_limit` trims the
     // WAL file when such a process restarts it.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
@@ -150,14 +150,17 @@ pub fn open_database(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
-/// WAL sizes past which a closing `Index` checkpoints and truncates the WAL (see
-/// `open_database`). A checkpoint costs two fsyncs (3-5 ms); every process's WAL-index rebuild
-/// re-reads the whole WAL (about 2 µs a frame; a guarded write adds about 19 frames). A short
-/// command (an exact epoch, a query) so truncates rarely, and one that just captured the whole
-/// tree (see [`crate::Store::truncate_wal_on_close`]), where a checkpoint is lost in the noise,
-/// truncates whenever the WAL holds more than a few commands.
-const WAL_TRUNCATE_AT: u64 = 1 << 20;
-const WAL_TRUNCATE_EAGERLY_AT: u64 = 64 << 10;
+/// WAL sizes past which a closing `Index` checkpoints the WAL and starts it over (see
+/// `open_database` and `Drop for Index`). A checkpoint costs two fsyncs (3-5 ms); every process's
+/// WAL-index rebuild re-reads the WAL's live frames (about 2 µs a frame; a guarded write adds
+/// about 19 frames). A short command (an exact epoch, a query) so checkpoints rarely, and one
+/// that just captured the whole tree (see [`crate::Store::checkpoint_wal_on_close`]), where a
+/// checkpoint is lost in the noise, whenever the WAL holds more than a few commands.
+const WAL_RESTART_AT: u64 = 1 << 20;
+const WAL_RESTART_EAGERLY_AT: u64 = 64 << 10;
+
+/// Bytes a WAL frame takes: the page and its 24-byte header.
+const WAL_FRAME_BYTES: u64 = 4096 + 24;
 
 fn wal_path(db: &Path) -> std::path::PathBuf {
     let mut p = db.as_os_str().to_owned();
@@ -174,21 +177,53 @@ fn file_identity(path: &Path) -> Option<(u64, u64)> {
 }
 
 impl Drop for Index {
+    /// Past a size, checkpoints the WAL and starts it over *in place*: the file keeps its
+    /// blocks, and the next commands' frames overwrite them. Overwriting allocated blocks and
+    /// flushing them with `fdatasync` (the build's `HAVE_FDATASYNC`) changes no file-system
+    /// metadata, so a durable commit costs a data flush, not a journal commit; appending to a
+    /// truncated WAL cost one (1.5-3 ms on a loop device) in every durable commit.
+    ///
+    /// A checkpoint alone does not start the log over for the next process: SQLite rebuilds
+    /// the WAL index from the file in every process and counts the old frames as not yet
+    /// copied. So the closing process makes one more, empty, write itself, which writes a new
+    /// WAL header (new salts: the old frames stop counting) while its WAL index still knows
+    /// every frame was copied. `journal_size_limit` trims the file at that restart.
     fn drop(&mut self) {
         let conn = self.conn.get_mut();
-        let Some(wal) = conn.path().map(|p| wal_path(Path::new(p))) else {
+        let at = if *self.eager_checkpoint.get_mut() {
+            WAL_RESTART_EAGERLY_AT
+        } else {
+            WAL_RESTART_AT
+        };
+        // A NOOP checkpoint only reads the WAL index: how many frames the log holds now.
+        let frames = conn
+            .query_row("PRAGMA wal_checkpoint(NOOP)", [], |r| r.get::<_, i64>(1))
+            .unwrap_or(0);
+        if frames.max(0) as u64 * WAL_FRAME_BYTES <= at {
+            return;
+        }
+        // Never wait at exit: if another process is reading or writing, a later command does it.
+        let _ = conn.busy_timeout(Duration::ZERO);
+        let done = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        });
+        if !matches!(done, Ok((0, log, copied)) if log == copied) {
+            return;
+        }
+        // The restart: a write that changes nothing, but writes a page (setting a header field
+        // to its own value; an UPDATE to the same value writes no page). Not flushed: a lost
+        // restart leaves the old, fully copied frames, which a later checkpoint copies again;
+        // SQLite syncs the new WAL header itself before any frame follows it.
+        let Ok(v) = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)) else {
             return;
         };
-        let at = if *self.eager_truncate.get_mut() {
-            WAL_TRUNCATE_EAGERLY_AT
-        } else {
-            WAL_TRUNCATE_AT
-        };
-        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > at) {
-            // Never wait at exit: if another process is reading, a later command truncates.
-            let _ = conn.busy_timeout(Duration::ZERO);
-            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-        }
+        let _ = conn.execute_batch(&format!(
+            "PRAGMA synchronous = NORMAL; BEGIN IMMEDIATE; PRAGMA user_version = {v}; COMMIT;"
+        ));
     }
 }
 
@@ -201,7 +236,7 @@ impl Index {
         conn.pragma_update(None, "cache_size", -(16i64 << 10))?;
         let mut index = Index {
             conn: ReentrantMutex::new(conn),
-            eager_truncate: Default::default(),
+            eager_checkpoint: Default::default(),
         };
         let conn = index.conn.get_mut();
         // Every process opens the index: the usual case, a current schema, costs one query.
@@ -236,8 +271,8 @@ impl Index {
         }
     }
 
-    pub(crate) fn truncate_wal_on_close(&self) {
-        self.eager_truncate
+    pub(crate) fn checkpoint_wal_on_close(&self) {
+        self.eager_checkpoint
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 

@@ -305,11 +305,11 @@ impl Store {
         Db(self.index.conn())
     }
 
-    /// Asks for the WAL to be checkpointed and truncated when the store closes unless it is
+    /// Asks for the WAL to be checkpointed and started over when the store closes unless it is
     /// nearly empty: for a process that just did slow work (a whole-tree capture), so that the
     /// quick ones after it (exact epochs) find a short WAL and rarely pay for the checkpoint.
-    pub fn truncate_wal_on_close(&self) {
-        self.index.truncate_wal_on_close();
+    pub fn checkpoint_wal_on_close(&self) {
+        self.index.checkpoint_wal_on_close();
     }
 
     /// The directory holding the pack files.

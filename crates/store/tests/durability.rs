@@ -119,36 +119,58 @@ fn empty_commit_is_a_no_op() {
 }
 
 /// The WAL is kept between processes (each would otherwise re-create it, with a directory
-/// fsync) and truncated at close only past a size: a low one after whole-tree work, a high one
-/// otherwise, so quick commands rarely pay for a checkpoint.
+/// fsync) and checkpointed at close only past a size: a low one after whole-tree work, a high one
+/// otherwise, so quick commands rarely pay for a checkpoint. A checkpointed WAL starts over in
+/// place: the file keeps its size, its old frames stop counting, and new commits overwrite them.
 #[test]
-fn the_wal_is_kept_and_truncated_past_a_size() {
+fn the_wal_is_kept_and_started_over_in_place_past_a_size() {
     let t = TestStore::new();
     let wal = t.dir.path().join("meta.sqlite-wal");
+    let size = || std::fs::metadata(&wal).unwrap().len();
+    // The frames the WAL holds, as a new connection counts them.
+    let frames = || -> i64 {
+        let c = rusqlite::Connection::open(t.dir.path().join("meta.sqlite")).unwrap();
+        c.query_row("PRAGMA wal_checkpoint(NOOP)", [], |r| r.get(1))
+            .unwrap()
+    };
     // Some hundreds of KiB of index rows: small objects are inlined into the database.
-    let commit_some = |store: &rewind_store::Store, seed: u64| {
+    let mut ids = Vec::new();
+    let mut commit_some = |store: &rewind_store::Store, seed: u64| {
         let w = store.writer().unwrap();
         for i in 0..300 {
-            w.put_blob(&random(seed * 1000 + i, 400)).unwrap();
+            ids.push(w.put_blob(&random(seed * 1000 + i, 400)).unwrap());
         }
         w.commit().unwrap();
     };
     commit_some(&t.store, 1);
-    let size = std::fs::metadata(&wal).unwrap().len();
-    assert!(size > 64 << 10 && size < 1 << 20, "{size}");
+    let (before, live) = (size(), frames());
+    assert!(before > 64 << 10 && before < 1 << 20, "{before}");
     // A quick command closes: the WAL stays as it is.
     drop(t.reopen());
-    assert_eq!(std::fs::metadata(&wal).unwrap().len(), size);
-    // One that did whole-tree work truncates it (but keeps the file).
+    assert_eq!((size(), frames()), (before, live));
+    // One that did whole-tree work checkpoints it and starts it over: the file keeps its blocks,
+    // and only the restart's own frame counts.
     let other = t.reopen();
-    other.truncate_wal_on_close();
+    other.checkpoint_wal_on_close();
     drop(other);
-    assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
-    // Still readable, and past the high mark even a quick command truncates.
-    for seed in 2..12 {
+    assert_eq!(size(), before);
+    assert_eq!(frames(), 1);
+    // The next commit overwrites the old frames instead of growing the file.
+    commit_some(&t.store, 2);
+    assert_eq!(size(), before);
+    assert!(frames() > 1);
+    // Past the high mark even a quick command checkpoints.
+    for seed in 3..14 {
         commit_some(&t.store, seed);
     }
-    assert!(std::fs::metadata(&wal).unwrap().len() > 1 << 20);
+    let grown = size();
+    assert!(grown > 1 << 20, "{grown}");
     drop(t.reopen());
-    assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
+    assert_eq!(frames(), 1);
+    assert!(size() <= grown);
+    // Everything is still there, read through a new connection.
+    let fresh = t.reopen();
+    for id in &ids {
+        assert!(fresh.has(id).unwrap());
+    }
 }
