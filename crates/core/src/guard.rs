@@ -20,7 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use rewind_store::{EntryKind, ObjectId};
 use rusqlite::{params, OptionalExtension};
@@ -47,6 +49,67 @@ CREATE TABLE fingerprints (
 
 /// Whether guarded writes fsync the file before renaming it into place.
 const DURABLE: bool = true;
+
+/// A whole-file write's new content, staged before the write is even checked: written into an
+/// unnamed file in the target's directory (see [`RootDir::stage_file`]) and fsynced on a thread
+/// of its own. The command line's `rewind write` starts one before it opens the workspace, so
+/// the flush runs while the workspace opens, the guard checks and the epoch's opening commit is
+/// made durable, instead of after them. [`Workspace::write_staged`] uses it when the workspace,
+/// the path and the file's mode are still what the write needs, and otherwise writes in full;
+/// an unused staged file has no name and leaves nothing behind.
+pub struct StagedWrite {
+    root: PathBuf,
+    rel: Vec<u8>,
+    content: Arc<Vec<u8>>,
+    staging: Option<std::thread::JoinHandle<Option<(u32, StagedFile)>>>,
+}
+
+impl StagedWrite {
+    /// Starts staging `content` as the new content of `rel` (workspace-relative) in the
+    /// workspace rooted at `root` (as [`Workspace::root`] gives it). Never fails: what cannot
+    /// be staged is written in full by the write, which reports any error.
+    pub fn start(root: &Path, rel: Vec<u8>, content: Vec<u8>) -> StagedWrite {
+        let content = Arc::new(content);
+        let staging = (DURABLE && check_writable(&rel).is_ok())
+            .then(|| {
+                let (root, rel, content) = (root.to_path_buf(), rel.clone(), content.clone());
+                std::thread::Builder::new()
+                    .spawn(move || {
+                        let dir = RootDir::open(&root).ok()?;
+                        // The mode the write will give it: the file's own, or a new file's.
+                        let mode = match dir.lstat(&rel).ok()? {
+                            Present::File { mode } => mode,
+                            Present::Absent => new_file_mode(false),
+                            _ => return None,
+                        };
+                        let fill =
+                            &mut |f: &mut std::fs::File| std::io::Write::write_all(f, &content);
+                        Some((mode, dir.stage_file(&rel, mode, fill).ok()??))
+                    })
+                    .ok()
+            })
+            .flatten();
+        StagedWrite {
+            root: root.to_path_buf(),
+            rel,
+            content,
+            staging,
+        }
+    }
+
+    /// The workspace-relative path it writes.
+    pub fn path(&self) -> &[u8] {
+        &self.rel
+    }
+
+    /// The staged file, once its fsync is done, if it was made for mode `mode`.
+    fn finish(self, mode: u32) -> Option<StagedFile> {
+        match self.staging?.join() {
+            Ok(Some((m, file))) if m == mode => Some(file),
+            _ => None,
+        }
+    }
+}
 
 /// What a session saw of a file when it last read (or wrote) it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -614,15 +677,26 @@ fn apply_plan(
 }
 
 /// The plan's new file contents, staged (see [`RootDir::stage_file`]) where the file system
-/// allows it, by op index. Best effort: what is not staged here is written in full later, and
-/// that write reports any error.
-fn stage(root: &RootDir, plan: &Plan) -> BTreeMap<usize, StagedFile> {
+/// allows it, by op index; `early`'s staged file is used for its path if it fits. Best effort:
+/// what is not staged here is written in full later, and that write reports any error.
+fn stage(
+    root: &RootDir,
+    plan: &Plan,
+    mut early: Option<StagedWrite>,
+) -> BTreeMap<usize, StagedFile> {
     let mut out = BTreeMap::new();
     if !DURABLE {
         return out;
     }
     for (i, op) in plan.ops.iter().enumerate() {
         if let Some((mode, content)) = &op.after {
+            let ready = early
+                .take_if(|e| e.rel == op.path)
+                .and_then(|e| e.finish(*mode));
+            if let Some(s) = ready {
+                out.insert(i, s);
+                continue;
+            }
             let fill = &mut |f: &mut std::fs::File| std::io::Write::write_all(f, content);
             if let Ok(Some(s)) = root.stage_file(&op.path, *mode, fill) {
                 out.insert(i, s);
@@ -926,6 +1000,37 @@ impl Workspace {
         content: &[u8],
         tool: &ToolCall,
     ) -> Result<Settled, Error> {
+        self.write_whole(session, rel, content, None, tool)
+    }
+
+    /// [`Workspace::write_file`] of a [`StagedWrite`]'s path and content, using its staged file
+    /// if it was staged with the mode the write gives the file. A `StagedWrite` started for
+    /// another workspace root is refused (its path is relative to that root).
+    pub fn write_staged(
+        &self,
+        session: &str,
+        staged: StagedWrite,
+        tool: &ToolCall,
+    ) -> Result<Settled, Error> {
+        if staged.root != self.root() {
+            return Err(Error::Workspace(format!(
+                "a write was prepared for the workspace {}, not this one ({})",
+                staged.root.display(),
+                self.root().display()
+            )));
+        }
+        let (rel, content) = (staged.rel.clone(), staged.content.clone());
+        self.write_whole(session, &rel, &content, Some(staged), tool)
+    }
+
+    fn write_whole(
+        &self,
+        session: &str,
+        rel: &[u8],
+        content: &[u8],
+        staged: Option<StagedWrite>,
+        tool: &ToolCall,
+    ) -> Result<Settled, Error> {
         check_writable(rel)?;
         let root = self.rootdir()?;
         let d = disk_state(&root, rel, false)?;
@@ -942,7 +1047,7 @@ impl Workspace {
             after: Some((mode, content.to_vec())),
         };
         let plan = Plan::new(&root, vec![op])?;
-        self.commit(session, &root, plan, tool)
+        self.commit(session, &root, plan, staged, tool)
     }
 
     /// Guarded exact string replacement in an existing file (see [`crate::edit`]).
@@ -982,7 +1087,7 @@ impl Workspace {
             after: Some((mode, new)),
         };
         let plan = Plan::new(&root, vec![op])?;
-        let settled = self.commit(session, &root, plan, tool)?;
+        let settled = self.commit(session, &root, plan, None, tool)?;
         Ok(Edited {
             settled,
             replacements,
@@ -1186,7 +1291,7 @@ impl Workspace {
                 settled: None,
             });
         }
-        let settled = self.commit(session, &root, plan, tool)?;
+        let settled = self.commit(session, &root, plan, None, tool)?;
         Ok(Patched {
             files: summary,
             settled: Some(settled),
@@ -1199,6 +1304,7 @@ impl Workspace {
         session: &str,
         root: &RootDir,
         plan: Plan,
+        early: Option<StagedWrite>,
         tool: &ToolCall,
     ) -> Result<Settled, Error> {
         let spec = EpochSpec {
@@ -1213,7 +1319,7 @@ impl Workspace {
         // is in place before the epoch is recorded; a refused write drops them unseen.
         let (epoch, mut staged) = std::thread::scope(|s| {
             let staging = std::thread::Builder::new()
-                .spawn_scoped(s, || stage(root, &plan))
+                .spawn_scoped(s, || stage(root, &plan, early))
                 .ok();
             let epoch = self.begin_epoch(session, &spec);
             let staged = staging.and_then(|h| h.join().ok()).unwrap_or_default();

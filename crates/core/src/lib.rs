@@ -38,7 +38,7 @@ pub use entry::{Change, Entry, EntryView};
 pub use error::Error;
 pub use guard::{
     ChangedBy, Edited, Fingerprint, GuardRefusal, LineRange, PatchOptions, Patched, PatchedFile,
-    ReadResult, RefusalKind, ToolCall, WriteCheck,
+    ReadResult, RefusalKind, StagedWrite, ToolCall, WriteCheck,
 };
 pub use history::LogItem;
 pub use home::rewind_home;

@@ -13,7 +13,7 @@ use common::{write_file, Env};
 use proptest::prelude::*;
 use rewind_core::{
     ChangedBy, EditSpec, EpochKind, EpochSpec, Error, LineRange, LogItem, PatchOptions,
-    RefusalKind, RewindOptions, ToolCall, Workspace,
+    RefusalKind, RewindOptions, StagedWrite, ToolCall, Workspace,
 };
 
 const S: &str = "agent";
@@ -280,6 +280,86 @@ fn new_files_need_no_read_and_write_after_write_needs_no_reread() {
     ws.read_file(S, b"keep.txt", None).unwrap();
     std::fs::remove_file(env.root().join("keep.txt")).unwrap();
     assert!(ws.check_write(S, b"keep.txt").unwrap().new_file);
+}
+
+/// Every name under `dir`, recursively.
+fn all_names(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        out.push(e.file_name().to_string_lossy().into_owned());
+        if e.file_type().unwrap().is_dir() {
+            out.extend(all_names(&e.path()));
+        }
+    }
+    out
+}
+
+/// A write staged before the workspace is open (as `rewind write` stages it) ends up exactly as
+/// an unstaged one: the content, the file's mode as it is when the write happens (not when it
+/// was staged), no leftover names; a refused one leaves nothing; one staged for another
+/// workspace root is refused.
+#[test]
+fn staged_writes_end_up_as_unstaged_ones() {
+    let (env, ws) = setup(&[("a.sh", "echo a\n"), ("b.txt", "b\n")]);
+    let root = ws.root().to_path_buf();
+    let mode = |rel: &str| {
+        std::fs::metadata(env.root().join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    let chmod = |rel: &str, m: u32| {
+        std::fs::set_permissions(env.root().join(rel), std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    let staged = |rel: &str, content: &str| {
+        let s = StagedWrite::start(&root, rel.as_bytes().to_vec(), content.as_bytes().to_vec());
+        assert_eq!(s.path(), rel.as_bytes());
+        // Let the staging finish, so what happens after this is after it.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        s
+    };
+    chmod("a.sh", 0o750);
+    ws.read_file(S, b"a.sh", None).unwrap();
+
+    ws.write_staged(S, staged("new.txt", "new\n"), &tool("write"))
+        .unwrap();
+    assert_eq!(std::fs::read(env.root().join("new.txt")).unwrap(), b"new\n");
+    ws.write_staged(S, staged("a.sh", "echo A\n"), &tool("write"))
+        .unwrap();
+    assert_eq!(std::fs::read(env.root().join("a.sh")).unwrap(), b"echo A\n");
+    assert_eq!(mode("a.sh"), 0o750);
+    // The mode changed after the staging: the write keeps the file's mode as it is now.
+    let s = staged("a.sh", "echo 2\n");
+    chmod("a.sh", 0o700);
+    ws.write_staged(S, s, &tool("write")).unwrap();
+    assert_eq!(std::fs::read(env.root().join("a.sh")).unwrap(), b"echo 2\n");
+    assert_eq!(mode("a.sh"), 0o700);
+    // A new directory: nothing to stage in, written in full.
+    ws.write_staged(S, staged("d/e.txt", "e\n"), &tool("write"))
+        .unwrap();
+    assert_eq!(std::fs::read(env.root().join("d/e.txt")).unwrap(), b"e\n");
+    let epochs = epoch_count(&ws);
+
+    // Refused by the guard: nothing written, no epoch.
+    let before = stat_of(&env.root().join("b.txt"));
+    let e = ws
+        .write_staged(S, staged("b.txt", "clobbered\n"), &tool("write"))
+        .unwrap_err();
+    assert_eq!(refusal(e).kind, RefusalKind::NeverRead);
+    assert_eq!(stat_of(&env.root().join("b.txt")), before);
+    // Staged for another root: refused, written nowhere.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let s = StagedWrite::start(elsewhere.path(), b"b.txt".to_vec(), b"x\n".to_vec());
+    let e = ws.write_staged(S, s, &tool("write")).unwrap_err();
+    assert!(matches!(e, Error::Workspace(_)), "{e:?}");
+    assert_eq!(stat_of(&env.root().join("b.txt")), before);
+    assert!(all_names(elsewhere.path()).is_empty());
+    assert_eq!(epoch_count(&ws), epochs);
+    // No temporary names left anywhere.
+    let names = all_names(env.root());
+    assert!(names.iter().all(|n| !n.starts_with(".rewind")), "{names:?}");
 }
 
 #[test]

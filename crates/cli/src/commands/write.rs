@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rewind_core::{relpath, PatchedFile, Settled, ToolCall, Workspace};
+use rewind_core::{relpath, PatchedFile, Settled, StagedWrite, ToolCall, Workspace};
 use serde::Serialize;
 
 use crate::Cli;
@@ -90,19 +90,24 @@ impl Written {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let rel = user_path(&ws, &args.path)?;
     let mut content = Vec::new();
     std::io::stdin()
         .read_to_end(&mut content)
         .context("reading the new content from stdin")?;
-    let settled = ws.write_file(&cli.session, &rel, &content, &args.tool.call("write"))?;
+    let len = content.len();
+    // The new content is staged (written and fsynced under no name) while the workspace opens.
+    let root = super::workspace_root(cli)?;
+    let root = std::fs::canonicalize(&root).unwrap_or(root);
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let rel = relpath::from_user(&root, &cwd, &args.path)?;
+    let staged = StagedWrite::start(&root, rel, content);
+    let ws = super::open_workspace(cli, false)?;
+    let settled = ws.write_staged(&cli.session, staged, &args.tool.call("write"))?;
     let out = Written::new(&settled);
     crate::output::emit(cli.json, &out, |o| {
         o.print(&format!(
-            "wrote {} ({} bytes) as epoch {}",
+            "wrote {} ({len} bytes) as epoch {}",
             args.path.display(),
-            content.len(),
             o.id
         ))
     })?;
