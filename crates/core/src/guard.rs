@@ -1298,7 +1298,9 @@ impl Workspace {
         })
     }
 
-    /// One exact epoch over the plan's paths: begin, re-check, write, settle, refresh.
+    /// One exact epoch over the plan's paths: begin, re-check, write, settle, refresh. The
+    /// workspace lock is held throughout: the write is one mutation, and the settle needs no
+    /// second lock and recovery pass.
     fn commit(
         &self,
         session: &str,
@@ -1314,6 +1316,8 @@ impl Workspace {
             process_owned: true,
             note: None,
         };
+        let _lock = self.lock(crate::lock::default_wait(), "guarded write")?;
+        crate::trace::phase("epoch begin: locked");
         // The new contents are written and fsynced, under no name yet, while the epoch's
         // opening commit is made durable: the two fsyncs overlap instead of adding up. Nothing
         // is in place before the epoch is recorded; a refused write drops them unseen.
@@ -1321,11 +1325,12 @@ impl Workspace {
             let staging = std::thread::Builder::new()
                 .spawn_scoped(s, || stage(root, &plan, early))
                 .ok();
-            let epoch = self.begin_epoch(session, &spec);
+            let epoch = self.begin_epoch_locked(session, &spec, None);
             let staged = staging.and_then(|h| h.join().ok()).unwrap_or_default();
             (epoch, staged)
         });
         let epoch = epoch?;
+        let abort = || self.settle_locked(&epoch, EpochState::Aborted, false);
         // The preimages the epoch stored must be what the guard checked; anything that changed
         // in between is refused, with nothing written.
         let pre: BTreeMap<Vec<u8>, Option<Entry>> = oplog::epoch_changes(&self.db(), &epoch.id)?
@@ -1356,7 +1361,7 @@ impl Workspace {
             }
         }
         if !raced.is_empty() {
-            let _ = self.end_epoch(session, Some(&epoch.id), true);
+            let _ = abort();
             return Err(Error::Guard(raced));
         }
         let mut done = Vec::new();
@@ -1364,21 +1369,19 @@ impl Workspace {
             Ok(m) => m,
             Err(e) => {
                 roll_back(root, &plan, done);
-                let _ = self.end_epoch(session, Some(&epoch.id), true);
+                let _ = abort();
                 return Err(e);
             }
         };
         crate::trace::phase("guard: written");
         crate::failpoint::hit("guard-before-settle");
-        // The settle commits without a flush (as every exact epoch's does): what must survive a
-        // power cut already has, the open epoch and its preimages (committed durably by
-        // `begin_epoch`) and the written file (fsynced before its rename).
-        let settled = self.end_epoch(session, Some(&epoch.id), false)?;
-        // The session now knows these files as it left them.
-        crate::trace::phase("guard: settled");
-        let pos = oplog::last_pos(&self.db())?;
+        // The session now knows these files as it left them: its fingerprints are refreshed in
+        // the settle's transaction. That commit is not flushed (as every exact epoch's settle):
+        // what must survive a power cut already has, the open epoch and its preimages
+        // (committed durably by `begin_epoch_locked`) and the written files (fsynced before
+        // their renames).
         let now = now_ns();
-        self.relaxed_tx(|| {
+        let mut refresh = |pos: i64| -> Result<(), Error> {
             for (i, op) in plan.ops.iter().enumerate() {
                 match (&op.after, metas.get(&i)) {
                     (Some((mode, content)), Some(meta)) => self.save_fingerprint(
@@ -1403,7 +1406,10 @@ impl Workspace {
                 }
             }
             Ok(())
-        })?;
+        };
+        let settled =
+            self.settle_locked_with(&epoch, EpochState::Settled, false, Some(&mut refresh))?;
+        crate::trace::phase("guard: settled");
         Ok(settled)
     }
 }

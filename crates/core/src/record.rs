@@ -527,6 +527,17 @@ impl Workspace {
         };
         let _lock = self.lock(crate::lock::default_wait(), "epoch begin")?;
         crate::trace::phase("epoch begin: locked");
+        self.begin_epoch_locked(session, spec, opaque_lock)
+    }
+
+    /// [`Workspace::begin_epoch`] once the workspace lock is held (and, for an opaque epoch, the
+    /// opaque lock, which the epoch then keeps).
+    pub(crate) fn begin_epoch_locked(
+        &self,
+        session: &str,
+        spec: &EpochSpec,
+        opaque_lock: Option<crate::lock::WorkspaceLock>,
+    ) -> Result<EpochRow, Error> {
         self.recover_locked()?;
         self.settle_session_epochs(session)?;
         crate::trace::phase("epoch begin: recovered");
@@ -684,6 +695,19 @@ impl Workspace {
         state: EpochState,
         recovered: bool,
     ) -> Result<Settled, Error> {
+        self.settle_locked_with(epoch, state, recovered, None)
+    }
+
+    /// [`Workspace::settle_locked`] that, for an exact epoch, also runs `also` in the settle's
+    /// transaction, given the settle's op-log position (the guard refreshes the session's
+    /// fingerprints there: one commit instead of two).
+    pub(crate) fn settle_locked_with(
+        &self,
+        epoch: &EpochRow,
+        state: EpochState,
+        recovered: bool,
+        mut also: Option<&mut dyn FnMut(i64) -> Result<(), Error>>,
+    ) -> Result<Settled, Error> {
         let now = now_ns();
         match epoch.kind {
             EpochKind::Exact => {
@@ -723,7 +747,11 @@ impl Workspace {
                                 oplog::insert_change(&self.db(), &epoch.id, pos, &c, false)?;
                             }
                         }
-                        oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
+                        oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)?;
+                        match also.as_mut() {
+                            Some(f) => f(pos),
+                            None => Ok(()),
+                        }
                     })
                 })?;
                 crate::trace::phase("epoch end: recorded");
