@@ -23,6 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${SHARED:-../shared}
 target=${CARGO_TARGET_DIR:-target}
+# Binaries are built for the host's own target tuple (see .cargo/config.toml).
+bin=$target/$(rustc -vV | sed -n 's/^host: //p')/release
 
 fresh=0
 args=()
@@ -52,5 +54,5 @@ if ((fresh)); then
 fi
 
 mkdir -p "$target/bench"
-"$target/release/rewind-bench" run --shared "$SHARED" --work "$work" \
+"$bin/rewind-bench" run --shared "$SHARED" --work "$work" \
   --out "$target/bench/foundation.md" "${args[@]}"

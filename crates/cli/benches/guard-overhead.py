@@ -18,8 +18,17 @@ p = argparse.ArgumentParser()
 p.add_argument("workdir")
 p.add_argument("--runs", type=int, default=50)
 p.add_argument("--warmup", type=int, default=5)
-p.add_argument("--rewind", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                "../../../target/release/rewind"))
+def default_rewind():
+    # Built for the host's own target tuple (see .cargo/config.toml).
+    host = [l.split()[1] for l in subprocess.run(["rustc", "-vV"], capture_output=True,
+                                                 text=True).stdout.splitlines()
+            if l.startswith("host:")][0]
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "../../../target")
+    return os.path.join(target, host, "release/rewind")
+
+
+p.add_argument("--rewind", default=None)
 p.add_argument("--mktree", default=None)
 p.add_argument("--size", type=int, default=4096)
 p.add_argument("--keep-state", action="store_true",
@@ -32,7 +41,7 @@ os.makedirs(wd, exist_ok=True)
 os.chdir(wd)
 env = dict(os.environ, REWIND_HOME=os.path.join(wd, "home"), REWIND_QUIET="1")
 env.pop("REWIND_SESSION", None)
-rewind = os.path.abspath(a.rewind)
+rewind = os.path.abspath(a.rewind or default_rewind())
 
 if not os.path.isdir("ws"):
     if not a.mktree:

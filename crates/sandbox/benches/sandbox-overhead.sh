@@ -9,7 +9,8 @@ set -euo pipefail
 runs=${1:-300}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cargo build --release -q -p rewind-cli --manifest-path "$root/Cargo.toml"
-rewind="$root/target/release/rewind"
+triple=$(rustc -vV | sed -n 's/^host: //p')
+rewind="${CARGO_TARGET_DIR:-$root/target}/$triple/release/rewind"
 truebin=$(command -v true)
 
 scratch=$(mktemp -d)
