@@ -79,7 +79,7 @@ pub enum Owner {
     Session,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct EpochRow {
     pub id: String,
     pub pos: i64,
@@ -168,10 +168,11 @@ CREATE INDEX epochs_open ON epochs (pos) WHERE state = 'open';
 
 /// Takes the next op-log position. Call inside the transaction that uses it.
 pub fn next_pos(db: &Connection) -> Result<i64, Error> {
-    let pos = last_pos(db)? + 1;
-    db.prepare_cached("UPDATE core_meta SET value = ?1 WHERE key = 'next_pos'")?
-        .execute([pos + 1])?;
-    Ok(pos)
+    Ok(db
+        .prepare_cached(
+            "UPDATE core_meta SET value = value + 1 WHERE key = 'next_pos' RETURNING value - 1",
+        )?
+        .query_row([], |r| r.get(0))?)
 }
 
 /// The last position handed out (0 when none).
@@ -192,9 +193,8 @@ pub fn ensure_session(db: &Connection, session: &str, now: i64) -> Result<(), Er
 
 pub fn session_head(db: &Connection, session: &str) -> Result<Option<String>, Error> {
     Ok(db
-        .query_row("SELECT head FROM sessions WHERE id = ?1", [session], |r| {
-            r.get::<_, Option<String>>(0)
-        })
+        .prepare_cached("SELECT head FROM sessions WHERE id = ?1")?
+        .query_row([session], |r| r.get::<_, Option<String>>(0))
         .optional()?
         .flatten())
 }

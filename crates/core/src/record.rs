@@ -467,16 +467,15 @@ impl Workspace {
     /// repaired from the disk (an exact epoch's settle) or only ever makes Rewind more
     /// cautious (the guard's fingerprints). Nests: an inner call leaves the outer's setting.
     pub(crate) fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-        let level: i64 = self
-            .db()
-            .prepare_cached("PRAGMA synchronous")?
-            .query_row([], |r| r.get(0))?;
-        if level <= 1 {
+        // The connection runs with FULL (`open_database`) outside these sections.
+        if self.relaxed.get() {
             return f();
         }
         self.run_cached("PRAGMA synchronous = NORMAL")?;
+        self.relaxed.set(true);
         let r = f();
-        let restore = self.run_cached(&format!("PRAGMA synchronous = {level}"));
+        self.relaxed.set(false);
+        let restore = self.run_cached("PRAGMA synchronous = FULL");
         let v = r?;
         restore?;
         Ok(v)
@@ -755,6 +754,25 @@ impl Workspace {
                     })
                 })?;
                 crate::trace::phase("epoch end: recorded");
+                // What was just committed, without reading it back.
+                let changes = pending
+                    .into_iter()
+                    .zip(posts)
+                    .filter(|(r, post)| !same(&r.change.before, post))
+                    .map(|(r, post)| Change {
+                        path: r.change.path,
+                        before: r.change.before,
+                        after: post,
+                    })
+                    .collect();
+                let mut row = epoch.clone();
+                row.state = state;
+                row.recovered |= recovered;
+                row.settled_ns = Some(now);
+                return Ok(Settled {
+                    epoch: row,
+                    changes,
+                });
             }
             _ => {
                 let watched = self
@@ -916,6 +934,17 @@ mod tests {
         std::fs::write(root.join("a"), b"2").unwrap();
         let settled = ws.end_epoch("s", Some(&e.id), false).unwrap();
         assert_eq!(settled.changes.len(), 1);
+        // What the settle returns is what it stored.
+        assert_eq!(
+            Some(settled.epoch.clone()),
+            crate::oplog::epoch(&ws.db(), &e.id).unwrap()
+        );
+        let stored: Vec<_> = crate::oplog::epoch_changes(&ws.db(), &e.id)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.change)
+            .collect();
+        assert_eq!(settled.changes, stored);
         assert_eq!(synchronous(&ws), 2, "the settle puts FULL back");
         let inner = ws
             .relaxed(|| {

@@ -70,6 +70,8 @@ pub struct Workspace {
     /// `exec` captures before and after its command, and the second capture takes the state
     /// the first one left instead of reading it again (see `Workspace::take_state`).
     pub(crate) state_cache: std::cell::RefCell<Option<(crate::state::StateStamp, State)>>,
+    /// Inside [`Workspace::relaxed`]: commits do not flush.
+    pub(crate) relaxed: std::cell::Cell<bool>,
 }
 
 impl Drop for Workspace {
@@ -255,6 +257,7 @@ impl Workspace {
             opaque: std::cell::RefCell::new(None),
             watcher: std::cell::RefCell::new(None),
             state_cache: std::cell::RefCell::new(None),
+            relaxed: std::cell::Cell::new(false),
             root,
             id,
             dir,
