@@ -677,8 +677,9 @@ fn apply_plan(
 }
 
 /// The plan's new file contents, staged (see [`RootDir::stage_file`]) where the file system
-/// allows it, by op index; `early`'s staged file is used for its path if it fits. Best effort:
-/// what is not staged here is written in full later, and that write reports any error.
+/// allows it, by op index; `early`'s staged file is used for its path if it holds that content
+/// with that mode. Best effort: what is not staged here is written in full later, and that
+/// write reports any error.
 fn stage(
     root: &RootDir,
     plan: &Plan,
@@ -691,7 +692,7 @@ fn stage(
     for (i, op) in plan.ops.iter().enumerate() {
         if let Some((mode, content)) = &op.after {
             let ready = early
-                .take_if(|e| e.rel == op.path)
+                .take_if(|e| e.rel == op.path && e.content.as_slice() == content.as_slice())
                 .and_then(|e| e.finish(*mode));
             if let Some(s) = ready {
                 out.insert(i, s);
