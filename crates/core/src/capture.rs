@@ -97,6 +97,7 @@ pub(crate) fn capture(
         // Nothing to hash, no tree to build, no new cache to diff: the usual case of an
         // `exec` whose command changed nothing, and of every capture with no edits since.
         let entries = dirs.values().map(|e| e.len() as u64).sum();
+        crate::workspace::drop_in_background(dirs);
         return Ok(Capture {
             root: old.root,
             state: State::default(),
