@@ -50,18 +50,28 @@ CREATE TABLE fingerprints (
 /// Whether guarded writes fsync the file before renaming it into place.
 const DURABLE: bool = true;
 
-/// A whole-file write's new content, staged before the write is even checked: written into an
+/// A guarded write's new content, staged before the write is even checked: written into an
 /// unnamed file in the target's directory (see [`RootDir::stage_file`]) and fsynced on a thread
-/// of its own. The command line's `rewind write` starts one before it opens the workspace, so
-/// the flush runs while the workspace opens, the guard checks and the epoch's opening commit is
-/// made durable, instead of after them. [`Workspace::write_staged`] uses it when the workspace,
-/// the path and the file's mode are still what the write needs, and otherwise writes in full;
-/// an unused staged file has no name and leaves nothing behind.
+/// of its own. The command line's `rewind write` and `rewind edit` start one before they open
+/// the workspace, so the flush runs while the workspace opens, the guard checks and the epoch's
+/// opening commit is made durable, instead of after them. [`Workspace::write_staged`] and
+/// [`Workspace::edit_staged`] use it when the workspace, the path, the file's mode and the
+/// content are still what the write needs, and otherwise write in full; an unused staged file
+/// has no name and leaves nothing behind.
 pub struct StagedWrite {
     root: PathBuf,
     rel: Vec<u8>,
+    /// The new content, when the caller gave it (a whole-file write); an edit's is computed by
+    /// the staging thread.
+    content: Option<Arc<Vec<u8>>>,
+    staging: Option<std::thread::JoinHandle<Option<Staged>>>,
+}
+
+/// What a staging thread made: the file, and the mode and content it was made with.
+struct Staged {
+    mode: u32,
     content: Arc<Vec<u8>>,
-    staging: Option<std::thread::JoinHandle<Option<(u32, StagedFile)>>>,
+    file: StagedFile,
 }
 
 impl StagedWrite {
@@ -70,21 +80,54 @@ impl StagedWrite {
     /// be staged is written in full by the write, which reports any error.
     pub fn start(root: &Path, rel: Vec<u8>, content: Vec<u8>) -> StagedWrite {
         let content = Arc::new(content);
+        let given = content.clone();
+        StagedWrite::spawn(root, rel, Some(content), move |dir, rel| {
+            // The mode the write will give it: the file's own, or a new file's.
+            let mode = match dir.lstat(rel).ok()? {
+                Present::File { mode } => mode,
+                Present::Absent => new_file_mode(false),
+                _ => return None,
+            };
+            Some((mode, given))
+        })
+    }
+
+    /// Starts staging the result of the exact string replacement `spec` in the existing file
+    /// `rel`, read and edited on the staging thread (see [`StagedWrite::start`]).
+    pub fn start_edit(root: &Path, rel: Vec<u8>, spec: EditSpec) -> StagedWrite {
+        StagedWrite::spawn(root, rel, None, move |dir, rel| {
+            let Present::File { mode } = dir.lstat(rel).ok()? else {
+                return None;
+            };
+            let mut current = Vec::new();
+            dir.open_read(rel).ok()?.read_to_end(&mut current).ok()?;
+            let (new, _) = edit::apply(&current, &spec).ok()?;
+            Some((mode, Arc::new(new)))
+        })
+    }
+
+    /// Stages, on a thread, the mode and content `make` gives (`None`: nothing to stage).
+    fn spawn(
+        root: &Path,
+        rel: Vec<u8>,
+        content: Option<Arc<Vec<u8>>>,
+        make: impl FnOnce(&RootDir, &[u8]) -> Option<(u32, Arc<Vec<u8>>)> + Send + 'static,
+    ) -> StagedWrite {
         let staging = (DURABLE && check_writable(&rel).is_ok())
             .then(|| {
-                let (root, rel, content) = (root.to_path_buf(), rel.clone(), content.clone());
+                let (root, rel) = (root.to_path_buf(), rel.clone());
                 std::thread::Builder::new()
                     .spawn(move || {
                         let dir = RootDir::open(&root).ok()?;
-                        // The mode the write will give it: the file's own, or a new file's.
-                        let mode = match dir.lstat(&rel).ok()? {
-                            Present::File { mode } => mode,
-                            Present::Absent => new_file_mode(false),
-                            _ => return None,
-                        };
+                        let (mode, content) = make(&dir, &rel)?;
                         let fill =
                             &mut |f: &mut std::fs::File| std::io::Write::write_all(f, &content);
-                        Some((mode, dir.stage_file(&rel, mode, fill).ok()??))
+                        let file = dir.stage_file(&rel, mode, fill).ok()??;
+                        Some(Staged {
+                            mode,
+                            content,
+                            file,
+                        })
                     })
                     .ok()
             })
@@ -102,12 +145,25 @@ impl StagedWrite {
         &self.rel
     }
 
-    /// The staged file, once its fsync is done, if it was made for mode `mode`.
-    fn finish(self, mode: u32) -> Option<StagedFile> {
+    /// The staged file, once its fsync is done, if it holds `content` with mode `mode`.
+    fn finish(self, mode: u32, content: &[u8]) -> Option<StagedFile> {
         match self.staging?.join() {
-            Ok(Some((m, file))) if m == mode => Some(file),
+            Ok(Some(s)) if s.mode == mode && s.content.as_slice() == content => Some(s.file),
             _ => None,
         }
+    }
+
+    /// Refuses a `StagedWrite` started for another workspace root (its path is relative to
+    /// that root).
+    fn check_root(&self, ws: &Workspace) -> Result<(), Error> {
+        if self.root != ws.root() {
+            return Err(Error::Workspace(format!(
+                "a write was prepared for the workspace {}, not this one ({})",
+                self.root.display(),
+                ws.root().display()
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -692,8 +748,8 @@ fn stage(
     for (i, op) in plan.ops.iter().enumerate() {
         if let Some((mode, content)) = &op.after {
             let ready = early
-                .take_if(|e| e.rel == op.path && e.content.as_slice() == content.as_slice())
-                .and_then(|e| e.finish(*mode));
+                .take_if(|e| e.rel == op.path)
+                .and_then(|e| e.finish(*mode, content));
             if let Some(s) = ready {
                 out.insert(i, s);
                 continue;
@@ -1013,14 +1069,14 @@ impl Workspace {
         staged: StagedWrite,
         tool: &ToolCall,
     ) -> Result<Settled, Error> {
-        if staged.root != self.root() {
-            return Err(Error::Workspace(format!(
-                "a write was prepared for the workspace {}, not this one ({})",
-                staged.root.display(),
-                self.root().display()
-            )));
-        }
-        let (rel, content) = (staged.rel.clone(), staged.content.clone());
+        staged.check_root(self)?;
+        let Some(content) = staged.content.clone() else {
+            return Err(Error::Usage(
+                "write_staged takes a StagedWrite::start (with its content), not a start_edit"
+                    .into(),
+            ));
+        };
+        let rel = staged.rel.clone();
         self.write_whole(session, &rel, &content, Some(staged), tool)
     }
 
@@ -1059,6 +1115,32 @@ impl Workspace {
         spec: &EditSpec,
         tool: &ToolCall,
     ) -> Result<Edited, Error> {
+        self.edit_whole(session, rel, spec, None, tool)
+    }
+
+    /// [`Workspace::edit_file`] of a [`StagedWrite`]'s path (from
+    /// [`StagedWrite::start_edit`]), using its staged file if it holds the edit's result with
+    /// the file's mode (the file did not change since the staging read it).
+    pub fn edit_staged(
+        &self,
+        session: &str,
+        staged: StagedWrite,
+        spec: &EditSpec,
+        tool: &ToolCall,
+    ) -> Result<Edited, Error> {
+        staged.check_root(self)?;
+        let rel = staged.rel.clone();
+        self.edit_whole(session, &rel, spec, Some(staged), tool)
+    }
+
+    fn edit_whole(
+        &self,
+        session: &str,
+        rel: &[u8],
+        spec: &EditSpec,
+        staged: Option<StagedWrite>,
+        tool: &ToolCall,
+    ) -> Result<Edited, Error> {
         check_writable(rel)?;
         let root = self.rootdir()?;
         let d = disk_state(&root, rel, true)?;
@@ -1088,7 +1170,7 @@ impl Workspace {
             after: Some((mode, new)),
         };
         let plan = Plan::new(&root, vec![op])?;
-        let settled = self.commit(session, &root, plan, None, tool)?;
+        let settled = self.commit(session, &root, plan, staged, tool)?;
         Ok(Edited {
             settled,
             replacements,

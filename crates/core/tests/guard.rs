@@ -362,6 +362,63 @@ fn staged_writes_end_up_as_unstaged_ones() {
     assert!(names.iter().all(|n| !n.starts_with(".rewind")), "{names:?}");
 }
 
+/// An edit staged before the workspace is open (as `rewind edit` stages it: read and edited on
+/// the staging thread) writes the edit's result; if the file changed after the staging read it
+/// (and the session read it again), the stale staged result is not used: the edit applies to
+/// the file as it is. A staged edit that does not apply changes nothing.
+#[test]
+fn staged_edits_write_the_edit_of_the_file_as_it_is() {
+    let (env, ws) = setup(&[("m.rs", "let a = 1;\nlet b = 2;\n")]);
+    let root = ws.root().to_path_buf();
+    let spec = |old: &str, new: &str| EditSpec {
+        old: old.as_bytes().to_vec(),
+        new: new.as_bytes().to_vec(),
+        all: false,
+    };
+    let staged = |s: &EditSpec| {
+        let st = StagedWrite::start_edit(&root, b"m.rs".to_vec(), s.clone());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        st
+    };
+    let read = |p: &str| std::fs::read(env.root().join(p)).unwrap();
+    ws.read_file(S, b"m.rs", None).unwrap();
+
+    let e = spec("a = 1", "a = 10");
+    let r = ws.edit_staged(S, staged(&e), &e, &tool("edit")).unwrap();
+    assert_eq!(r.replacements, 1);
+    assert_eq!(read("m.rs"), b"let a = 10;\nlet b = 2;\n");
+
+    // Staged against one content; the file changes and is read again before the edit runs.
+    let e = spec("b = 2", "b = 20");
+    let s = staged(&e);
+    write_file(
+        env.root(),
+        b"m.rs",
+        b"let a = 10;\nlet b = 2;\nlet c = 3;\n",
+        0o644,
+    );
+    ws.read_file(S, b"m.rs", None).unwrap();
+    ws.edit_staged(S, s, &e, &tool("edit")).unwrap();
+    assert_eq!(read("m.rs"), b"let a = 10;\nlet b = 20;\nlet c = 3;\n");
+
+    // An edit that does not apply: an error, nothing written, nothing left behind.
+    let before = stat_of(&env.root().join("m.rs"));
+    let e = spec("nowhere", "x");
+    let err = ws
+        .edit_staged(S, staged(&e), &e, &tool("edit"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Tool { .. }), "{err:?}");
+    assert_eq!(stat_of(&env.root().join("m.rs")), before);
+    // A staged edit is not a whole-file write.
+    let err = ws
+        .write_staged(S, staged(&spec("a", "b")), &tool("write"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Usage(_)), "{err:?}");
+    assert_eq!(stat_of(&env.root().join("m.rs")), before);
+    let names = all_names(env.root());
+    assert!(names.iter().all(|n| !n.starts_with(".rewind")), "{names:?}");
+}
+
 #[test]
 fn guarded_writes_are_exact_epochs_that_undo() {
     let (env, ws) = setup(&[("bin/run.sh", "#!/bin/sh\necho one\n")]);

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use rewind_core::EditSpec;
+use rewind_core::{EditSpec, StagedWrite};
 
-use super::write::{user_path, ToolArgs, Written};
+use super::write::{staging_target, ToolArgs, Written};
 use crate::Cli;
 
 /// Guarded exact string replacement in a file (one exact epoch)
@@ -39,14 +39,17 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let rel = user_path(&ws, &args.path)?;
     let spec = EditSpec {
         old: args.old.clone().into_bytes(),
         new: args.new.clone().into_bytes(),
         all: args.all,
     };
-    let edited = ws.edit_file(&cli.session, &rel, &spec, &args.tool.call("edit"))?;
+    // The edited content is computed and staged (written and fsynced under no name) while the
+    // workspace opens; the edit proper uses it if the file is still what the staging read.
+    let (root, rel) = staging_target(cli, &args.path)?;
+    let staged = StagedWrite::start_edit(&root, rel, spec.clone());
+    let ws = super::open_workspace(cli, false)?;
+    let edited = ws.edit_staged(&cli.session, staged, &spec, &args.tool.call("edit"))?;
     let mut out = Written::new(&edited.settled);
     out.replacements = Some(edited.replacements);
     let n = edited.replacements;

@@ -56,6 +56,16 @@ pub fn user_path(ws: &Workspace, p: &Path) -> anyhow::Result<Vec<u8>> {
     Ok(relpath::from_user(ws.root(), &cwd, p)?)
 }
 
+/// The workspace root (as the workspace will resolve it) and the workspace-relative path of a
+/// guarded write, known before the workspace is open: what a [`StagedWrite`] needs.
+pub fn staging_target(cli: &Cli, p: &Path) -> anyhow::Result<(PathBuf, Vec<u8>)> {
+    let root = super::workspace_root(cli)?;
+    let root = std::fs::canonicalize(&root).unwrap_or(root);
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let rel = relpath::from_user(&root, &cwd, p)?;
+    Ok((root, rel))
+}
+
 /// What a guarded write prints.
 #[derive(Serialize)]
 pub struct Written {
@@ -96,10 +106,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         .context("reading the new content from stdin")?;
     let len = content.len();
     // The new content is staged (written and fsynced under no name) while the workspace opens.
-    let root = super::workspace_root(cli)?;
-    let root = std::fs::canonicalize(&root).unwrap_or(root);
-    let cwd = std::env::current_dir().context("reading the current directory")?;
-    let rel = relpath::from_user(&root, &cwd, &args.path)?;
+    let (root, rel) = staging_target(cli, &args.path)?;
     let staged = StagedWrite::start(&root, rel, content);
     let ws = super::open_workspace(cli, false)?;
     let settled = ws.write_staged(&cli.session, staged, &args.tool.call("write"))?;
