@@ -456,7 +456,7 @@ impl Workspace {
     }
 
     /// Runs one statement that returns no rows, prepared once per process: a guarded write
-    /// runs three transactions, and preparing a statement costs more than running these.
+    /// runs two transactions, and preparing a statement costs more than running these.
     fn run_cached(&self, sql: &str) -> Result<(), Error> {
         self.db().prepare_cached(sql)?.execute([])?;
         Ok(())
@@ -775,6 +775,10 @@ impl Workspace {
                 });
             }
             _ => {
+                debug_assert!(
+                    also.is_none(),
+                    "`also` runs in an exact epoch's settle only"
+                );
                 let watched = self
                     .watcher
                     .borrow_mut()

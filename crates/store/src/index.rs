@@ -131,9 +131,9 @@ pub fn open_database(path: &Path) -> Result<Connection> {
     // WAL and forgets which of them earlier processes already copied into the database. So a
     // connection does not checkpoint when it closes (that would copy the whole WAL again, with
     // two fsyncs, in every command); instead `Index`'s drop checkpoints the WAL and starts it
-    // over once it passes `WAL_RESTART_AT`, which keeps both the rebuild and the copy small. The automatic
-    // checkpoint stays as a bound for long-running processes; `journal_size_limit` trims the
-    // WAL file when such a process restarts it.
+    // over once it passes `WAL_RESTART_AT`, which keeps both the rebuild and the copy small.
+    // The automatic checkpoint stays as a bound for long-running processes;
+    // `journal_size_limit` trims the WAL file whenever it starts over.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     conn.pragma_update(None, "wal_autocheckpoint", 1000)?;
     conn.pragma_update(None, "journal_size_limit", 4i64 << 20)?;
@@ -151,9 +151,9 @@ pub fn open_database(path: &Path) -> Result<Connection> {
 }
 
 /// WAL sizes past which a closing `Index` checkpoints the WAL and starts it over (see
-/// `open_database` and `Drop for Index`). A checkpoint costs two fsyncs (3-5 ms); every process's
-/// WAL-index rebuild re-reads the WAL's live frames (about 2 µs a frame; a guarded write adds
-/// about 19 frames). A short command (an exact epoch, a query) so checkpoints rarely, and one
+/// `open_database` and `Drop for Index`). A checkpoint and restart cost three flushes (the WAL,
+/// the database, the new WAL header); every process's WAL-index rebuild re-reads the WAL's live
+/// frames (about 2 µs a frame; a guarded write adds about 19 frames). A short command (an exact epoch, a query) so checkpoints rarely, and one
 /// that just captured the whole tree (see [`crate::Store::checkpoint_wal_on_close`]), where a
 /// checkpoint is lost in the noise, whenever the WAL holds more than a few commands.
 const WAL_RESTART_AT: u64 = 1 << 20;
