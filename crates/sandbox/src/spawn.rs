@@ -54,6 +54,43 @@ fn pipe() -> Result<(File, OwnedFd)> {
     unsafe { Ok((File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
 }
 
+/// In a forked child about to exec: marks every descriptor above standard error close-on-exec,
+/// then clears the flag on `keep`. Async-signal-safe: system calls only, no allocation.
+fn inherit_only(keep: &[RawFd]) -> std::io::Result<()> {
+    // SAFETY: plain system calls on descriptor numbers; none is dereferenced.
+    unsafe {
+        // Linux ≥ 5.11. Close-on-exec rather than closed: std's exec-error pipe (already
+        // close-on-exec) must stay open until the exec.
+        let r = libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        if r != 0 {
+            // Older kernels: every number up to the descriptor limit (a descriptor opened
+            // before the limit was lowered can lie above the soft one, so the hard one).
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let top = lim.rlim_max.max(lim.rlim_cur).min(1 << 20) as RawFd;
+            for fd in 3..top {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC); // EBADF: not open
+            }
+        }
+        for &fd in keep {
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `name` resolved like execvp would inside the sandbox (same PATH, same files).
 fn find_command(program: &OsString, path_var: Option<&OsString>, cwd: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -131,20 +168,22 @@ impl Sandboxed {
     }
 
     /// Starts it. The placeholders and lock are held by the returned child until it is reaped.
+    ///
+    /// Under bubblewrap, only standard input, output and error and bwrap's own control
+    /// descriptors reach bwrap, and bwrap passes on only the first three: every other
+    /// descriptor of this process is made close-on-exec in the forked child, including ones
+    /// the caller opened without `O_CLOEXEC` (`exec 9>>/outside/log` in a shell). An inherited
+    /// descriptor is a capability the mount namespace cannot take back: a file descriptor
+    /// writes to its file and a directory descriptor creates files beside it
+    /// (`openat(fd, "x", O_CREAT)`, or `/proc/self/fd/N/x`) wherever they are. Unwrapped
+    /// (`danger-full-access`) the command inherits what any child would.
     pub fn spawn(mut self) -> Result<SandboxedChild> {
-        let fds: Vec<RawFd> = self.keep.iter().map(|f| f.as_raw_fd()).collect();
-        if !fds.is_empty() {
-            // SAFETY: runs in the forked child before exec; fcntl is async-signal-safe and
-            // only touches descriptors this struct owns.
+        if self.is_sandboxed() {
+            let keep: Vec<RawFd> = self.keep.iter().map(|f| f.as_raw_fd()).collect();
+            // SAFETY: runs in the forked child before exec; it only makes async-signal-safe
+            // system calls (close_range, fcntl, getrlimit) and allocates nothing.
             unsafe {
-                self.cmd.pre_exec(move || {
-                    for fd in &fds {
-                        if libc::fcntl(*fd, libc::F_SETFD, 0) != 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    }
-                    Ok(())
-                });
+                self.cmd.pre_exec(move || inherit_only(&keep));
             }
         }
         let child = self.cmd.spawn().map_err(|e| {

@@ -183,6 +183,50 @@ pub fn run(what: &str) -> i32 {
             }
             #[cfg(target_arch = "x86_64")]
             "x32" => rc(libc::syscall(0x4000_0000 | libc::SYS_getpid)),
+            // Inherited descriptors: "fd-write N", "fd-openat N NAME", "fd-mkdirat N NAME".
+            "fd-write" => rc(libc::write(arg.parse().unwrap(), b"pwned\n".as_ptr().cast(), 6) as _),
+            "fd-openat" | "fd-mkdirat" => {
+                let (fd, name) = arg.split_once(' ').unwrap();
+                let name = std::ffi::CString::new(name).unwrap();
+                let fd: i32 = fd.parse().unwrap();
+                if op == "fd-openat" {
+                    rc(libc::openat(fd, name.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644) as _)
+                } else {
+                    rc(libc::mkdirat(fd, name.as_ptr(), 0o755) as _)
+                }
+            }
+            // Set-id bits: "<call> PATH OCTAL-MODE", each through the raw system call.
+            "openat-mode" | "tmpfile-mode" | "mknodat-mode" | "fchmodat-mode" | "openat2-mode" => {
+                let (path, mode) = arg.split_once(' ').unwrap();
+                let path = std::ffi::CString::new(path).unwrap();
+                let mode = u32::from_str_radix(mode, 8).unwrap();
+                let at = libc::AT_FDCWD;
+                let creat = libc::O_CREAT | libc::O_WRONLY;
+                rc(match op {
+                    "openat-mode" => {
+                        libc::syscall(libc::SYS_openat, at, path.as_ptr(), creat, mode)
+                    }
+                    "tmpfile-mode" => libc::syscall(
+                        libc::SYS_openat,
+                        at,
+                        path.as_ptr(),
+                        libc::O_TMPFILE | libc::O_WRONLY,
+                        mode,
+                    ),
+                    "mknodat-mode" => libc::syscall(
+                        libc::SYS_mknodat,
+                        at,
+                        path.as_ptr(),
+                        libc::S_IFREG | mode,
+                        0,
+                    ),
+                    "fchmodat-mode" => libc::syscall(libc::SYS_fchmodat, at, path.as_ptr(), mode),
+                    _ => {
+                        let how: [u64; 3] = [creat as u64, mode as u64, 0];
+                        libc::syscall(libc::SYS_openat2, at, path.as_ptr(), how.as_ptr(), 24)
+                    }
+                })
+            }
             _ => panic!("unknown probe {what:?}"),
         }
     }
