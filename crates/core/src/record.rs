@@ -725,6 +725,7 @@ impl Workspace {
                 for r in &pending {
                     posts.push(disk_entry(&root, &r.change.path, Some(&writer), max)?);
                 }
+                let pending = self.rebase_on_later_writers(epoch, pending)?;
                 failpoint::hit("settle-before-record");
                 // Without a flush: the preimages were committed durably before the files could
                 // change. If a power cut loses this commit, the epoch is found open again and
@@ -821,6 +822,26 @@ impl Workspace {
             epoch: row,
             changes,
         })
+    }
+
+    /// An exact epoch's "before" of each path, as of its settle: what the op log says the path
+    /// held last, if another writer recorded a change to it after this epoch began (a guarded
+    /// write or another exact epoch of any session, or an external change found by one of
+    /// them); else the preimage taken at begin. Overlapping writers are then recorded in the
+    /// order their changes happened (rewinding this epoch brings back the other writer's
+    /// version, and rewinding that one what it overwrote), instead of this epoch claiming the
+    /// other's change as its own. (Opaque epochs never get here: their writers are serialised.)
+    fn rebase_on_later_writers(
+        &self,
+        epoch: &EpochRow,
+        mut pending: Vec<oplog::ChangeRow>,
+    ) -> Result<Vec<oplog::ChangeRow>, Error> {
+        for r in &mut pending {
+            if let Some(later) = oplog::latest_change(&self.db(), &r.change.path, epoch.pos)? {
+                r.change.before = row_state(&later);
+            }
+        }
+        Ok(pending)
     }
 
     /// Settles the session's own open epochs (from `epoch begin`) before it moves on; they are

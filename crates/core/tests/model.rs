@@ -26,6 +26,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use proptest::prelude::*;
 use rewind_core::{CheckpointRow, EpochSpec, Mode, RewindOptions, RewindOutcome, Target};
+use rewind_store::{ObjectId, ObjectKind};
 
 const N: usize = 4;
 const PATHS: [&str; N] = ["p0", "p1", "p2", "p3"];
@@ -44,6 +45,19 @@ enum Op {
         s: usize,
         declared: [bool; N],
         writes: Writes,
+    },
+    /// Two sessions' exact epochs overlapping: S begins on `declared`, writes `early`; the other
+    /// session runs a whole exact epoch (`inner`, writing `inner_writes`); S writes `late` and
+    /// ends. Each epoch's "before" of a path is what the op log says it held when the change
+    /// was made, so S's change of a path the other session also declared starts from the
+    /// state the other's epoch left.
+    Overlap {
+        s: usize,
+        declared: [bool; N],
+        early: Writes,
+        inner: [bool; N],
+        inner_writes: Writes,
+        late: Writes,
     },
     /// An opaque epoch (like `exec`) around the writes.
     Opaque {
@@ -103,6 +117,17 @@ fn op(with_all: bool) -> impl Strategy<Value = Op> {
                 Op::Exact { s, declared, writes }
             }
         ),
+        3 => (
+            s.clone(),
+            (prop::array::uniform4(any::<bool>()), writes()),
+            (prop::array::uniform4(any::<bool>()), writes()),
+            writes(),
+        )
+            .prop_map(|(s, (mut declared, early), (mut inner, inner_writes), late)| {
+                declared[0] |= !declared.contains(&true);
+                inner[0] |= !inner.contains(&true);
+                Op::Overlap { s, declared, early, inner, inner_writes, late }
+            }),
         5 => (s.clone(), writes()).prop_map(|(s, writes)| Op::Opaque { s, writes }),
         3 => writes().prop_map(|writes| Op::External { writes }),
         3 => s.clone().prop_map(|s| Op::Checkpoint { s }),
@@ -336,6 +361,76 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     changes,
                 });
             }
+            Op::Overlap {
+                s,
+                declared,
+                early,
+                inner,
+                inner_writes,
+                late,
+            } => {
+                let other = 1 - *s;
+                let spec = |decl: &[bool; N], tag: &str| EpochSpec {
+                    tool: Some("edit".into()),
+                    tool_call: Some(format!("call-{step}-{tag}")),
+                    paths: (0..N)
+                        .filter(|i| decl[*i])
+                        .map(|i| PATHS[i].as_bytes().to_vec())
+                        .collect(),
+                    process_owned: false,
+                    note: None,
+                };
+                let write_declared = |m: &mut Model, decl: &[bool; N], w: &Writes| {
+                    for i in 0..N {
+                        if let (true, Some(v)) = (decl[i], w[i]) {
+                            write_disk(&root, i, v);
+                            m.files[i] = v;
+                        }
+                    }
+                };
+                let outer = ws
+                    .begin_epoch(SESSIONS[*s], &spec(declared, "outer"))
+                    .unwrap();
+                let pre_outer = m.files;
+                write_declared(&mut m, declared, early);
+                let row = ws
+                    .begin_epoch(SESSIONS[other], &spec(inner, "inner"))
+                    .unwrap();
+                let pre_inner = m.files;
+                write_declared(&mut m, inner, inner_writes);
+                let settled = ws.end_epoch(SESSIONS[other], Some(&row.id), false).unwrap();
+                let inner_changes: Vec<_> = (0..N)
+                    .filter(|i| inner[*i] && pre_inner[*i] != m.files[*i])
+                    .map(|i| (i, pre_inner[i], m.files[i]))
+                    .collect();
+                check_recorded(&settled, &inner_changes, &format!("{ctx}: inner"))?;
+                m.epochs.push(Epoch {
+                    session: other,
+                    id: row.id,
+                    changes: inner_changes,
+                });
+                let after_inner = m.files;
+                write_declared(&mut m, declared, late);
+                let settled = ws.end_epoch(SESSIONS[*s], Some(&outer.id), false).unwrap();
+                let outer_changes: Vec<_> = (0..N)
+                    .filter(|i| declared[*i])
+                    .map(|i| {
+                        let before = if inner[i] {
+                            after_inner[i]
+                        } else {
+                            pre_outer[i]
+                        };
+                        (i, before, m.files[i])
+                    })
+                    .filter(|c| c.1 != c.2)
+                    .collect();
+                check_recorded(&settled, &outer_changes, &format!("{ctx}: outer"))?;
+                m.epochs.push(Epoch {
+                    session: *s,
+                    id: outer.id,
+                    changes: outer_changes,
+                });
+            }
             Op::Opaque { s, writes } => {
                 let spec = EpochSpec {
                     tool: Some("bash".into()),
@@ -474,6 +569,33 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let (report, lost) = ws.fsck().unwrap();
     prop_assert!(report.problems.is_empty() && lost.is_empty(), "fsck");
     Ok(())
+}
+
+/// The paths an epoch recorded, and each one's before and after, are the model's.
+fn check_recorded(
+    settled: &rewind_core::Settled,
+    want: &[(usize, Val, Val)],
+    ctx: &str,
+) -> Result<(), TestCaseError> {
+    let mut got: Vec<(usize, Val, Val)> = settled
+        .changes
+        .iter()
+        .map(|c| (path_index(&c.path), val_of(&c.before), val_of(&c.after)))
+        .collect();
+    got.sort();
+    prop_assert_eq!(got, want.to_vec(), "{}: recorded changes", ctx);
+    Ok(())
+}
+
+/// A recorded entry as the model's value: its content's index and whether it is executable.
+fn val_of(e: &Option<rewind_core::Entry>) -> Val {
+    e.as_ref().map(|e| {
+        let c = CONTENTS
+            .iter()
+            .position(|c| ObjectId::compute(ObjectKind::Blob, c) == e.id)
+            .expect("a known content");
+        (c as u8, e.mode & 0o111 != 0)
+    })
 }
 
 fn restore_both(

@@ -1,0 +1,144 @@
+//! Overlapping exact epochs of two sessions, through the real binary. An exact epoch's "before"
+//! of a path is what the op log says the path held when this epoch's change was made, not what
+//! it held when the epoch began: another writer who changed the path in between (a guarded
+//! write, another exact epoch) keeps its change when this epoch is rewound, and gets it back
+//! when its own is.
+
+mod common;
+mod rewind_util;
+
+use common::{text, Env};
+use rewind_util::*;
+
+/// `rewind -s S write PATH` with `data` on stdin (a guarded write: read first).
+fn guarded_write(env: &Env, session: &str, rel: &str, data: &[u8]) {
+    use std::io::Write;
+    expect(env, session, &["read", rel], 0);
+    let mut c = env.cmd(&["-s", session, "write", rel]);
+    c.current_dir(env.root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "write {rel}: {}", text(&o));
+}
+
+fn begin(env: &Env, session: &str, rel: &str) -> String {
+    ok(
+        env,
+        session,
+        &["epoch", "begin", "--tool", "edit", "--path", rel],
+    )
+}
+
+fn end(env: &Env, session: &str, id: &str) {
+    expect(env, session, &["epoch", "end", id], 0);
+}
+
+/// The (before, after) contents an epoch recorded for `rel`, from `show --json`.
+fn recorded(env: &Env, id: &str) -> Vec<serde_json::Value> {
+    let v = json(env, "A", &["show", id], 0);
+    v["changes"].as_array().cloned().unwrap_or_default()
+}
+
+fn setup() -> (Env, String, String) {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a0\n");
+    init(&env);
+    let a0 = checkpoint(&env, "A", "a-m0");
+    let b0 = checkpoint(&env, "B", "b-m0");
+    (env, a0, b0)
+}
+
+/// B opens an exact epoch on a.txt; while it is open, A makes a guarded write of a.txt; then
+/// B's tool writes and B ends. Rewinding B puts back A's write, not a0; rewinding A then a0.
+#[test]
+fn a_guarded_write_inside_anothers_open_exact_epoch_survives_its_rewind() {
+    let (env, a0, b0) = setup();
+    let root = env.root();
+    let b = begin(&env, "B", "a.txt");
+    guarded_write(&env, "A", "a.txt", b"A1\n");
+    write(root, "a.txt", b"B1\n");
+    end(&env, "B", &b);
+    assert_eq!(recorded(&env, &b).len(), 1, "{:?}", recorded(&env, &b));
+
+    expect(&env, "B", &["restore", &b0], 0);
+    assert_eq!(
+        read_str(root, "a.txt"),
+        "A1\n",
+        "B's rewind keeps A's write"
+    );
+    expect(&env, "A", &["restore", &a0], 0);
+    assert_eq!(read_str(root, "a.txt"), "a0\n");
+    fsck_clean(&env);
+}
+
+/// The other begin order, with A's write inside an exact epoch of its own: A begins, B begins,
+/// A writes and ends, B writes and ends.
+#[test]
+fn two_exact_epochs_on_one_path_in_either_order() {
+    for a_first in [true, false] {
+        let (env, a0, b0) = setup();
+        let root = env.root();
+        let (a, b) = if a_first {
+            let a = begin(&env, "A", "a.txt");
+            (a, begin(&env, "B", "a.txt"))
+        } else {
+            let b = begin(&env, "B", "a.txt");
+            (begin(&env, "A", "a.txt"), b)
+        };
+        write(root, "a.txt", b"A1\n");
+        end(&env, "A", &a);
+        write(root, "a.txt", b"B1\n");
+        end(&env, "B", &b);
+
+        // Rewinding B alone: A's write comes back.
+        let dry = json(&env, "B", &["restore", &b0, "--dry-run"], 0);
+        assert!(dry["conflicts"].as_array().unwrap().is_empty(), "{dry}");
+        expect(&env, "B", &["restore", &b0], 0);
+        assert_eq!(read_str(root, "a.txt"), "A1\n", "a_first={a_first}");
+        expect(&env, "A", &["restore", &a0], 0);
+        assert_eq!(read_str(root, "a.txt"), "a0\n", "a_first={a_first}");
+        fsck_clean(&env);
+    }
+}
+
+/// B's tool never writes the path it declared; A writes it while B's epoch is open. B's epoch
+/// recorded nothing of A's, so rewinding B leaves A's write alone.
+#[test]
+fn an_exact_epoch_does_not_take_anothers_write_as_its_own() {
+    let (env, a0, b0) = setup();
+    let root = env.root();
+    let b = begin(&env, "B", "a.txt");
+    guarded_write(&env, "A", "a.txt", b"A1\n");
+    end(&env, "B", &b);
+    assert!(recorded(&env, &b).is_empty(), "{:?}", recorded(&env, &b));
+    expect(&env, "B", &["restore", &b0], 0);
+    assert_eq!(read_str(root, "a.txt"), "A1\n");
+    expect(&env, "A", &["restore", &a0], 0);
+    assert_eq!(read_str(root, "a.txt"), "a0\n");
+}
+
+/// B writes first, inside its open epoch; A reads what B wrote and overwrites it; B ends.
+/// A's write was last: rewinding B leaves it; rewinding A brings back what A overwrote.
+#[test]
+fn a_write_over_an_open_epochs_write_comes_back_as_it_was() {
+    let (env, a0, b0) = setup();
+    let root = env.root();
+    let b = begin(&env, "B", "a.txt");
+    write(root, "a.txt", b"B1\n");
+    guarded_write(&env, "A", "a.txt", b"A1\n");
+    end(&env, "B", &b);
+    expect(&env, "B", &["restore", &b0], 0);
+    assert_eq!(read_str(root, "a.txt"), "A1\n");
+    expect(&env, "A", &["restore", &a0], 0);
+    assert_eq!(
+        read_str(root, "a.txt"),
+        "B1\n",
+        "what A overwrote comes back"
+    );
+    let o = run_s(&env, "A", &["status"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
