@@ -142,3 +142,83 @@ fn a_write_over_an_open_epochs_write_comes_back_as_it_was() {
     let o = run_s(&env, "A", &["status"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+// ---- dry runs that say exactly what the real run does (issue 28 item 3)
+
+/// The steps of a restore/undo report as (action, path).
+fn actions(v: &serde_json::Value) -> Vec<(String, String)> {
+    steps(v).into_iter().map(|(a, p, _, _)| (a, p)).collect()
+}
+
+fn kept(v: &serde_json::Value) -> Vec<String> {
+    v["kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `undo EPOCH --dry-run` on the session's still-open epoch previews what the real `undo EPOCH`
+/// does (it settles the epoch, then undoes it): same steps, same exit code.
+#[test]
+fn undo_dry_run_of_an_open_epoch_matches_the_real_undo() {
+    let (env, _, _) = setup();
+    let root = env.root();
+    let e = begin(&env, "A", "a.txt");
+    write(root, "a.txt", b"A1\n");
+    let dry = json(&env, "A", &["undo", &e, "--dry-run"], 0);
+    assert_eq!(read_str(root, "a.txt"), "A1\n", "a dry run writes nothing");
+    let real = json(&env, "A", &["undo", &e], 0);
+    assert_eq!(actions(&dry), actions(&real));
+    assert_eq!(
+        actions(&real),
+        [("modify".to_string(), "a.txt".to_string())]
+    );
+    assert_eq!(read_str(root, "a.txt"), "a0\n");
+}
+
+/// A directory the session created, into which another session has since put a file: the
+/// restore keeps the directory, and the dry run, the real run's report (text and `--json`)
+/// and the restore epoch's record all say so, none of them "delete d".
+#[test]
+fn a_directory_another_session_filled_is_kept_and_every_report_says_so() {
+    let (env, a0, _) = setup();
+    let root = env.root();
+    sh(&env, "A", "mkdir d && echo a > d/a.txt");
+    sh(&env, "B", "echo b > d/b.txt");
+
+    let dry = json(&env, "A", &["restore", &a0, "--dry-run"], 0);
+    let want = [("delete".to_string(), "d/a.txt".to_string())];
+    assert_eq!(actions(&dry), want, "{dry}");
+    assert_eq!(kept(&dry), ["d"], "{dry}");
+
+    let o = run_s(&env, "A", &["restore", &a0, "--dry-run"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("delete   d\n"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("d: directory kept"),
+        "{}",
+        text(&o)
+    );
+
+    let real = json(&env, "A", &["restore", &a0], 0);
+    assert_eq!(actions(&real), want, "{real}");
+    assert_eq!(kept(&real), ["d"], "{real}");
+    assert_eq!(read_str(root, "d/b.txt"), "b\n");
+    assert!(!root.join("d/a.txt").exists());
+
+    let id = real["epoch"].as_str().unwrap();
+    let shown = json(&env, "A", &["show", id], 0);
+    let recorded: Vec<&str> = shown["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(recorded, ["d/a.txt"], "{shown}");
+    // And undoing the restore brings back exactly what it removed.
+    expect(&env, "A", &["undo"], 0);
+    assert_eq!(read_str(root, "d/a.txt"), "a\n");
+    assert_eq!(read_str(root, "d/b.txt"), "b\n");
+}

@@ -191,6 +191,39 @@ impl RootDir {
         }
     }
 
+    /// The names in a directory (without `.` and `..`), opened without following a symlink at
+    /// any component.
+    pub fn list_dir(&self, rel: &[u8]) -> io::Result<Vec<Vec<u8>>> {
+        let (dir, name) = self.parent(rel)?;
+        let c = cstr(name)?;
+        // SAFETY: valid fd and C string; the new fd is handed to fdopendir (or closed).
+        let fd = check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), DIR_FLAGS) })?;
+        // SAFETY: fd is a directory descriptor this function owns; fdopendir takes it over.
+        let d = unsafe { libc::fdopendir(fd) };
+        if d.is_null() {
+            let e = io::Error::last_os_error();
+            // SAFETY: still ours, since fdopendir failed.
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
+        let mut names = Vec::new();
+        loop {
+            // SAFETY: d is an open DIR*; the entry is read before the next readdir call.
+            let ent = unsafe { libc::readdir(d) };
+            if ent.is_null() {
+                break;
+            }
+            // SAFETY: d_name is a NUL-terminated name within the entry.
+            let name = unsafe { std::ffi::CStr::from_ptr((*ent).d_name.as_ptr()) }.to_bytes();
+            if name != b"." && name != b".." {
+                names.push(name.to_vec());
+            }
+        }
+        // SAFETY: closes the DIR* and its descriptor, once.
+        unsafe { libc::closedir(d) };
+        Ok(names)
+    }
+
     /// Creates a directory owner-only; its real mode is set by [`RootDir::chmod_dir`] once its
     /// children are written. Existing directory is success.
     pub fn make_dir(&self, rel: &[u8]) -> io::Result<()> {

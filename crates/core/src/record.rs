@@ -831,7 +831,7 @@ impl Workspace {
     /// order their changes happened (rewinding this epoch brings back the other writer's
     /// version, and rewinding that one what it overwrote), instead of this epoch claiming the
     /// other's change as its own. (Opaque epochs never get here: their writers are serialised.)
-    fn rebase_on_later_writers(
+    pub(crate) fn rebase_on_later_writers(
         &self,
         epoch: &EpochRow,
         mut pending: Vec<oplog::ChangeRow>,

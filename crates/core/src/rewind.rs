@@ -228,23 +228,27 @@ impl Workspace {
         if !opts.dry_run {
             self.settle_session_epochs(session)?;
         }
+        let named = epoch.map(|id| self.resolve_epoch_id(id)).transpose()?;
         // A dry run previews what the real run does after settling the session's open epochs:
-        // with no epoch named, the newest of those is the one undone.
-        let open = if opts.dry_run && epoch.is_none() {
-            self.virtual_settle(session)?.pop()
+        // with no epoch named, the newest of those is the one undone; a named one of them is
+        // undone as it would be settled.
+        let open = if opts.dry_run {
+            let mut settled = self.virtual_settle(session)?;
+            match &named {
+                None => settled.pop(),
+                Some(id) => settled.into_iter().find(|(e, _)| &e.id == id),
+            }
         } else {
             None
         };
         if let Some((_, changes)) = open {
             let mut out = self.plan_undo(changes, opts)?;
+            self.keep_occupied_dirs(&mut out)?;
             out.head = oplog::session_head(&self.db(), session)?;
             return Ok(out);
         }
-        let e = match epoch {
-            Some(id) => {
-                let full = self.resolve_epoch_id(id)?;
-                oplog::epoch(&self.db(), &full)?.expect("resolved")
-            }
+        let e = match named {
+            Some(full) => oplog::epoch(&self.db(), &full)?.expect("resolved"),
             None => oplog::last_epoch(&self.db(), session)?
                 .ok_or_else(|| Error::Usage(format!("session {session} has no epoch to undo")))?,
         };
@@ -283,7 +287,7 @@ impl Workspace {
                     let max = self.config().capture.max_file_size();
                     let mut v = Vec::new();
                     let recorded = oplog::epoch_changes(&self.db(), &e.id)?;
-                    for r in recorded {
+                    for r in self.rebase_on_later_writers(&e, recorded)? {
                         let post = disk_entry(&root, &r.change.path, None, max)?;
                         if !same(&r.change.before, &post) {
                             v.push(Change {
@@ -455,6 +459,56 @@ impl Workspace {
         })
     }
 
+    /// A directory the plan would delete stays if, on disk, it holds anything the plan does not
+    /// remove: another writer's file, an ignored or uncovered one, a directory that stays itself.
+    /// Its step becomes a `kept` entry, in the dry run and the real run alike, so neither says
+    /// "delete" and the restore epoch does not record a deletion that never happened.
+    fn keep_occupied_dirs(&self, out: &mut RewindOutcome) -> Result<(), Error> {
+        let root = self.rootdir()?;
+        let removed: std::collections::HashSet<&[u8]> = out
+            .steps
+            .iter()
+            .filter(|s| s.after.is_none())
+            .map(|s| s.path.as_slice())
+            .collect();
+        let mut dirs = Vec::new();
+        for s in out.steps.iter().filter(|s| s.after.is_none()) {
+            let io = |e| Error::Io {
+                op: "inspecting",
+                path: relpath::display(&s.path).into(),
+                source: e,
+            };
+            if let crate::fsops::Present::Dir { .. } = root.lstat(&s.path).map_err(io)? {
+                dirs.push(s.path.clone());
+            }
+        }
+        // Deepest first: a directory that stays keeps its parent.
+        dirs.sort_by_key(|p| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));
+        let mut kept: std::collections::BTreeSet<Vec<u8>> = Default::default();
+        for dir in dirs {
+            let names = root.list_dir(&dir).map_err(|e| Error::Io {
+                op: "listing",
+                path: relpath::display(&dir).into(),
+                source: e,
+            })?;
+            let stays = names.into_iter().any(|n| {
+                let child = relpath::join(&dir, &n);
+                !removed.contains(child.as_slice()) || kept.contains(&child)
+            });
+            if stays {
+                kept.insert(dir);
+            }
+        }
+        if !kept.is_empty() {
+            out.steps.retain(|s| !kept.contains(&s.path));
+            out.kept.extend(kept.into_iter().map(|path| Skipped {
+                path,
+                reason: "directory kept: it holds files this restore does not remove (another writer's, ignored or not captured)".into(),
+            }));
+        }
+        Ok(())
+    }
+
     /// Refuses on conflicts, returns dry runs, else journals, applies and records.
     fn finish(
         &self,
@@ -463,6 +517,7 @@ impl Workspace {
         opts: &RewindOptions,
         target: &str,
     ) -> Result<RewindOutcome, Error> {
+        self.keep_occupied_dirs(&mut out)?;
         if (!out.conflicts.is_empty() && !opts.force) || opts.dry_run {
             return Ok(out);
         }
@@ -541,7 +596,10 @@ impl Workspace {
         })?;
         failpoint::hit("restore-after-journal");
         let applied = self.apply_journal(&epoch_id)?;
-        out.kept = applied;
+        // A directory that gained an entry since planning stays (and was not recorded).
+        out.steps
+            .retain(|s| !applied.iter().any(|k| k.path == s.path));
+        out.kept.extend(applied);
         out.applied = true;
         out.epoch = Some(epoch_id);
         Ok(out)
@@ -596,7 +654,12 @@ impl Workspace {
         let now = now_ns();
         self.transaction(|| {
             let pos = oplog::next_pos(&self.db())?;
-            for s in done.iter().chain(&todo) {
+            // What was kept (a directory that was not empty after all) did not change.
+            for s in done
+                .iter()
+                .chain(&todo)
+                .filter(|s| !applied.kept.iter().any(|k| k.path == s.path))
+            {
                 oplog::insert_change(&self.db(), epoch_id, pos, s, false)?;
             }
             oplog::settle_epoch(&self.db(), epoch_id, EpochState::Settled, false, now)?;

@@ -555,6 +555,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 let out = ws.undo(SESSIONS[*s], None, &opts(*force, false)).unwrap();
                 let (want, steps) = m.rewind(*s, changes, *force, false);
                 prop_assert_eq!(observed(&out), want, "{}: undo", ctx);
+                dry_run_told_the_truth(&ws, &dry, &out, &ctx)?;
                 if out.applied {
                     m.epochs.push(Epoch {
                         session: *s,
@@ -568,6 +569,60 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     }
     let (report, lost) = ws.fsck().unwrap();
     prop_assert!(report.problems.is_empty() && lost.is_empty(), "fsck");
+    Ok(())
+}
+
+/// The dry run said exactly what the real run right after it did: the same steps (path,
+/// before, after), conflicts and kept paths; and an applied run's restore epoch recorded
+/// exactly its steps.
+fn dry_run_told_the_truth(
+    ws: &rewind_core::Workspace,
+    dry: &RewindOutcome,
+    real: &RewindOutcome,
+    ctx: &str,
+) -> Result<(), TestCaseError> {
+    let triples = |v: &[rewind_core::Change]| -> Vec<(Vec<u8>, Val, Val)> {
+        let mut t: Vec<_> = v
+            .iter()
+            .map(|c| (c.path.clone(), val_of(&c.before), val_of(&c.after)))
+            .collect();
+        t.sort();
+        t
+    };
+    prop_assert_eq!(
+        triples(&dry.steps),
+        triples(&real.steps),
+        "{}: dry vs real steps",
+        ctx
+    );
+    let paths = |v: &[rewind_core::Skipped]| v.iter().map(|k| k.path.clone()).collect::<Vec<_>>();
+    prop_assert_eq!(
+        paths(&dry.kept),
+        paths(&real.kept),
+        "{}: dry vs real kept",
+        ctx
+    );
+    let conflicts = |o: &RewindOutcome| {
+        o.conflicts
+            .iter()
+            .map(|c| c.path.clone())
+            .collect::<Vec<_>>()
+    };
+    prop_assert_eq!(
+        conflicts(dry),
+        conflicts(real),
+        "{}: dry vs real conflicts",
+        ctx
+    );
+    if let Some(id) = &real.epoch {
+        let recorded = ws.epoch_changes(id).unwrap();
+        prop_assert_eq!(
+            triples(&recorded),
+            triples(&real.steps),
+            "{}: recorded restore",
+            ctx
+        );
+    }
     Ok(())
 }
 
@@ -617,6 +672,7 @@ fn restore_both(
         .unwrap();
     let (want, steps) = m.rewind(s, changes, force, false);
     prop_assert_eq!(observed(&out), want, "{}: restore", ctx);
+    dry_run_told_the_truth(ws, &dry, &out, ctx)?;
     if out.applied {
         m.epochs.push(Epoch {
             session: s,
