@@ -14,7 +14,9 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "rewind", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
-    /// The workspace root [default: current directory].
+    /// Run as if started in DIR (as `git -C`): the workspace is DIR's nearest registered
+    /// ancestor (or DIR), relative paths given to any command are taken from DIR, and `exec`
+    /// runs its command in DIR [default: the current directory].
     #[arg(short = 'C', long = "workspace", global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
@@ -35,6 +37,12 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+
+    /// The directory the command acts from: `-C DIR` resolved against the current directory,
+    /// else the current directory; canonical. Set once by `commands::run` before any command
+    /// runs (see `commands::invocation_dir`); every relative path argument is taken from it.
+    #[arg(skip)]
+    pub dir: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -68,7 +76,7 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
@@ -82,7 +90,7 @@ fn main() {
         }
     };
     rewind_core::trace::phase("parsed");
-    let result = commands::run(&cli);
+    let result = commands::run(&mut cli);
     rewind_core::trace::phase("done");
     match result {
         Ok(code) => std::process::exit(code),

@@ -446,7 +446,7 @@ fn diff_of_an_epoch_is_a_unified_diff() {
         "{out}"
     );
     let o = env
-        .cmd(&["diff", &op, "--stat", "--", "../f.txt"])
+        .cmd_here(&["diff", &op, "--stat", "--", "../f.txt"])
         .current_dir(env.root().join("sub"))
         .output()
         .unwrap();
