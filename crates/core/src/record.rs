@@ -664,7 +664,7 @@ impl Workspace {
             Some(id) => {
                 let full = self.resolve_epoch_id(id)?;
                 open.into_iter().find(|e| e.id == full).ok_or_else(|| {
-                    Error::Usage(format!(
+                    Error::State(format!(
                         "epoch {id} is not open (it was already settled or aborted)"
                     ))
                 })?
@@ -674,7 +674,7 @@ impl Workspace {
                 .rev()
                 .find(|e| e.session == session)
                 .ok_or_else(|| {
-                    Error::Usage(format!(
+                    Error::State(format!(
                         "session {session} has no open epoch; open one with `rewind epoch begin`"
                     ))
                 })?,
