@@ -86,6 +86,13 @@ fn main() {
                 exit::OK
             };
             let _ = e.print();
+            if code != exit::OK && json_requested() {
+                // The one document `--json` promises, even when the words did not parse.
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                let message = first.strip_prefix("error: ").unwrap_or(first);
+                println!("{}", exit::json_document("usage", message, code));
+            }
             std::process::exit(code);
         }
     };
@@ -95,8 +102,33 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("rewind: {}", exit::describe(&err));
-            std::process::exit(exit::code_for(&err));
+            let message = exit::describe(&err);
+            let code = exit::code_for(&err);
+            eprintln!("rewind: {message}");
+            // `exec` and `sandbox exec` have no JSON output: their stdout is the child's.
+            let child_stdout = matches!(
+                &cli.command,
+                Command::Exec(_)
+                    | Command::Sandbox(commands::sandbox::Args {
+                        command: commands::sandbox::Sub::Exec(_)
+                    })
+            );
+            if cli.json && !child_stdout {
+                println!(
+                    "{}",
+                    exit::json_document(exit::kind_for(&err), &message, code)
+                );
+            }
+            std::process::exit(code);
         }
     }
+}
+
+/// Whether `--json` is among the global options, for a command line clap could not parse:
+/// looked for in the raw arguments before any `--`.
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }

@@ -3,7 +3,8 @@
 
 mod common;
 
-use std::process::Output;
+use std::io::Write;
+use std::process::{Output, Stdio};
 
 use common::{text, Env};
 
@@ -49,4 +50,58 @@ fn state_errors_exit_1_not_the_usage_code() {
     refused(&env.run(&["undo", &e]), 1, "still open");
     assert_eq!(env.run(&["epoch", "end", &e]).status.code(), Some(0));
     refused(&env.run(&["epoch", "end", &e]), 1, "is not open");
+}
+
+/// The one JSON document on stdout of a failed `rewind --json …`: its `error` object.
+fn json_error(o: &Output, code: i32) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
+    let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&o.stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(o)));
+    assert_eq!(docs.len(), 1, "exactly one JSON document: {}", text(o));
+    let err = docs[0]["error"].clone();
+    assert_eq!(err["exit_code"], code, "{}", text(o));
+    assert!(
+        err["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{err}"
+    );
+    // The message is on stderr too, for a human watching.
+    assert!(!o.stderr.is_empty(), "{}", text(o));
+    err
+}
+
+#[test]
+fn json_errors_are_one_document_with_kind_message_and_exit_code() {
+    let env = init();
+    let err = json_error(&env.run(&["--json", "epoch", "end"]), 1);
+    assert_eq!(err["kind"], "state");
+    assert!(err["message"].as_str().unwrap().contains("no open epoch"));
+    let err = json_error(&env.run(&["--json", "show", "nosuch"]), 1);
+    assert_eq!(err["kind"], "unknown");
+    // A guard refusal is an error too (exit 5).
+    std::fs::write(env.root().join("f.txt"), "changed behind its back\n").unwrap();
+    let mut child = env
+        .cmd(&["--json", "write", "f.txt"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"new\n").unwrap();
+    let err = json_error(&child.wait_with_output().unwrap(), 5);
+    assert_eq!(err["kind"], "guard");
+    // Command lines clap refuses: usage errors (exit 2), still one document.
+    let err = json_error(&env.run(&["--json", "no-such-command"]), 2);
+    assert_eq!(err["kind"], "usage");
+    let err = json_error(&env.run(&["read", "--json"]), 2);
+    assert_eq!(err["kind"], "usage");
+    // `sandbox check` failing prints the error document, not its report and then the error.
+    let o = env
+        .cmd(&["--json", "sandbox", "check"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = json_error(&o, 6);
+    assert_eq!(err["kind"], "sandbox");
 }

@@ -173,12 +173,8 @@ fn check(cli: &Cli) -> anyhow::Result<i32> {
             })?;
             Ok(exit::OK)
         }
-        Err(e) => {
-            if cli.json {
-                doc.error = Some(e.to_string());
-                output::emit(true, &doc, |_| {})?;
-            }
-            Err(anyhow::Error::new(e).context("sandbox unavailable"))
-        }
+        // The error document (`--json`) is printed by main, as for every failing command: one
+        // document on stdout, never this report and then the error.
+        Err(e) => Err(anyhow::Error::new(e).context("sandbox unavailable")),
     }
 }
