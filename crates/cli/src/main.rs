@@ -20,14 +20,18 @@ pub struct Cli {
     #[arg(short = 'C', long = "workspace", global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
-    /// Session the command acts for.
+    /// Session the command acts for (not empty).
     #[arg(
         short = 's',
         long = "session",
         global = true,
         env = "REWIND_SESSION",
         default_value = "default",
-        value_name = "ID"
+        value_name = "ID",
+        // An empty name (`-s ''`, `REWIND_SESSION=` from a script that forgot to set it) is a
+        // usage error, not a session called "": that would silently be shared by every caller
+        // that made the same mistake.
+        value_parser = session_name
     )]
     pub session: String,
 
@@ -121,6 +125,15 @@ fn main() {
             }
             std::process::exit(code);
         }
+    }
+}
+
+/// A session name as given by `-s` or `REWIND_SESSION`: anything but empty.
+fn session_name(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        Err("a session name cannot be empty (check -s and REWIND_SESSION)".into())
+    } else {
+        Ok(s.to_string())
     }
 }
 

@@ -105,3 +105,33 @@ fn json_errors_are_one_document_with_kind_message_and_exit_code() {
     let err = json_error(&o, 6);
     assert_eq!(err["kind"], "sandbox");
 }
+
+#[test]
+fn an_empty_session_name_is_a_usage_error() {
+    let env = init();
+    refused(
+        &env.run(&["-s", "", "log"]),
+        2,
+        "session name cannot be empty",
+    );
+    let o = env
+        .cmd(&["checkpoint", "--message", "m"])
+        .env("REWIND_SESSION", "")
+        .output()
+        .unwrap();
+    refused(&o, 2, "session name cannot be empty");
+    let o = env
+        .cmd(&["--json", "log"])
+        .env("REWIND_SESSION", "")
+        .output()
+        .unwrap();
+    assert_eq!(json_error(&o, 2)["kind"], "usage");
+    // Nothing was recorded for a session "".
+    let o = env.run(&["--json", "log", "--all-sessions"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("\"m\""),
+        "{}",
+        text(&o)
+    );
+}
