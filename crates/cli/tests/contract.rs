@@ -135,3 +135,38 @@ fn an_empty_session_name_is_a_usage_error() {
         text(&o)
     );
 }
+
+/// `epoch begin --path new/dir/f.txt`, then the tool creates it with its parents.
+fn exact_epoch_creating_parents(env: &Env) -> String {
+    let id = last_line(&env.run(&["epoch", "begin", "--path", "new/dir/f.txt"]));
+    std::fs::create_dir_all(env.root().join("new/dir")).unwrap();
+    std::fs::write(env.root().join("new/dir/f.txt"), "made\n").unwrap();
+    let o = env.run(&["epoch", "end"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    id
+}
+
+#[test]
+fn rewinding_an_exact_epoch_removes_the_parents_it_created() {
+    let env = init();
+    exact_epoch_creating_parents(&env);
+    let o = env.run(&["undo"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!env.root().join("new").exists(), "undo left {}", text(&o));
+
+    let cp = last_line(&env.run(&["checkpoint", "--message", "m1"]));
+    exact_epoch_creating_parents(&env);
+    let o = env.run(&["restore", &cp]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        !env.root().join("new").exists(),
+        "restore left {}",
+        text(&o)
+    );
+    // Parents that existed before are not the epoch's to remove.
+    std::fs::create_dir(env.root().join("new")).unwrap();
+    exact_epoch_creating_parents(&env);
+    let o = env.run(&["undo"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(env.root().join("new").is_dir() && !env.root().join("new/dir").exists());
+}
