@@ -170,3 +170,45 @@ fn rewinding_an_exact_epoch_removes_the_parents_it_created() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(env.root().join("new").is_dir() && !env.root().join("new/dir").exists());
 }
+
+#[test]
+fn apply_patch_lists_each_file_once() {
+    let env = init();
+    assert_eq!(env.run(&["read", "f.txt"]).status.code(), Some(0));
+    // Two sections for the same file (as concatenated diffs have).
+    let patch = "--- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-one\n+two\n\
+                 --- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-two\n+three\n";
+    let apply = |args: &[&str]| {
+        let mut child = env
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(patch.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let out = apply(&["apply-patch", "--dry-run"]);
+    assert!(
+        out.starts_with("the patch applies cleanly (1 files)"),
+        "{out}"
+    );
+    assert_eq!(out.matches("f.txt").count(), 1, "{out}");
+    let doc: serde_json::Value = serde_json::from_str(&apply(&["--json", "apply-patch"])).unwrap();
+    let files = doc["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{doc}");
+    assert_eq!(files[0]["op"], "modify");
+    assert_eq!(files[0]["hunks"], 2);
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("f.txt")).unwrap(),
+        "three\n"
+    );
+}
