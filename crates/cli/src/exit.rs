@@ -3,7 +3,6 @@
 pub const OK: i32 = 0;
 pub const ERROR: i32 = 1;
 pub const USAGE: i32 = 2;
-#[allow(dead_code)]
 pub const CONFLICT: i32 = 3;
 pub const BUSY: i32 = 4;
 pub const GUARD: i32 = 5;
@@ -35,9 +34,20 @@ pub fn fail(code: i32, message: impl Into<String>) -> anyhow::Error {
 }
 
 pub fn code_for(err: &anyhow::Error) -> i32 {
+    classify(err).0
+}
+
+/// The `kind` of the `--json` error document: what went wrong, finer than the exit code
+/// (several kinds share exit 1). Stable words: scripts branch on them.
+pub fn kind_for(err: &anyhow::Error) -> &'static str {
+    classify(err).1
+}
+
+/// The exit code and kind of an error: the first cause in the chain that says.
+fn classify(err: &anyhow::Error) -> (i32, &'static str) {
     for cause in err.chain() {
         if let Some(e) = cause.downcast_ref::<Exit>() {
-            return e.code;
+            return (e.code, code_kind(e.code));
         }
         if let Some(e) = cause.downcast_ref::<rewind_core::Error>() {
             return core_code(e);
@@ -47,29 +57,61 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         }
         if let Some(e) = cause.downcast_ref::<rewind_sandbox::Error>() {
             // Refused or unavailable: nothing was run.
-            return if e.is_refusal() { SANDBOX } else { ERROR };
+            return if e.is_refusal() {
+                (SANDBOX, "sandbox")
+            } else {
+                (ERROR, "error")
+            };
         }
     }
-    ERROR
+    (ERROR, "error")
 }
 
-fn core_code(e: &rewind_core::Error) -> i32 {
+/// The kind of an error the CLI raised with only a code.
+fn code_kind(code: i32) -> &'static str {
+    match code {
+        USAGE => "usage",
+        CONFLICT => "conflict",
+        BUSY => "busy",
+        GUARD => "guard",
+        SANDBOX => "sandbox",
+        UNAVAILABLE => "unavailable",
+        _ => "error",
+    }
+}
+
+fn core_code(e: &rewind_core::Error) -> (i32, &'static str) {
     use rewind_core::Error as E;
     match e {
-        E::Busy { .. } => BUSY,
+        E::Busy { .. } => (BUSY, "busy"),
         E::Store(s) => store_code(s),
-        E::Usage(_) => USAGE,
-        E::Guard(_) => GUARD,
-        _ => ERROR,
+        E::Usage(_) => (USAGE, "usage"),
+        E::Guard(_) => (GUARD, "guard"),
+        E::Unknown(_) => (ERROR, "unknown"),
+        E::State(_) => (ERROR, "state"),
+        E::Config { .. } => (ERROR, "config"),
+        E::Workspace(_) => (ERROR, "workspace"),
+        E::Tool { .. } => (ERROR, "tool"),
+        _ => (ERROR, "error"),
     }
 }
 
-fn store_code(e: &rewind_store::Error) -> i32 {
+fn store_code(e: &rewind_store::Error) -> (i32, &'static str) {
     use rewind_store::Error as E;
     match e {
-        E::Missing { .. } | E::Corrupt { .. } | E::MissingPack { .. } => UNAVAILABLE,
-        _ => ERROR,
+        E::Missing { .. } | E::Corrupt { .. } | E::MissingPack { .. } => {
+            (UNAVAILABLE, "unavailable")
+        }
+        _ => (ERROR, "error"),
     }
+}
+
+/// The one JSON document an error prints on stdout under `--json` (SPEC.md: output rules).
+pub fn json_document(kind: &str, message: &str, code: i32) -> String {
+    serde_json::to_string_pretty(&serde_json::json!({
+        "error": { "kind": kind, "message": message, "exit_code": code }
+    }))
+    .expect("a JSON value serializes")
 }
 
 /// The message for stderr: the whole cause chain, outermost first.

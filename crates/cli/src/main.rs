@@ -14,18 +14,24 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "rewind", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
-    /// The workspace root [default: current directory].
+    /// Run as if started in DIR (as `git -C`): the workspace is DIR's nearest registered
+    /// ancestor (or DIR), relative paths given to any command are taken from DIR, and `exec`
+    /// runs its command in DIR [default: the current directory].
     #[arg(short = 'C', long = "workspace", global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
-    /// Session the command acts for.
+    /// Session the command acts for (not empty).
     #[arg(
         short = 's',
         long = "session",
         global = true,
         env = "REWIND_SESSION",
         default_value = "default",
-        value_name = "ID"
+        value_name = "ID",
+        // An empty name (`-s ''`, `REWIND_SESSION=` from a script that forgot to set it) is a
+        // usage error, not a session called "": that would silently be shared by every caller
+        // that made the same mistake.
+        value_parser = session_name
     )]
     pub session: String,
 
@@ -35,6 +41,12 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+
+    /// The directory the command acts from: `-C DIR` resolved against the current directory,
+    /// else the current directory; canonical. Set once by `commands::run` before any command
+    /// runs (see `commands::invocation_dir`); every relative path argument is taken from it.
+    #[arg(skip)]
+    pub dir: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -68,7 +80,7 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
@@ -78,17 +90,58 @@ fn main() {
                 exit::OK
             };
             let _ = e.print();
+            if code != exit::OK && json_requested() {
+                // The one document `--json` promises, even when the words did not parse.
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                let message = first.strip_prefix("error: ").unwrap_or(first);
+                println!("{}", exit::json_document("usage", message, code));
+            }
             std::process::exit(code);
         }
     };
     rewind_core::trace::phase("parsed");
-    let result = commands::run(&cli);
+    let result = commands::run(&mut cli);
     rewind_core::trace::phase("done");
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("rewind: {}", exit::describe(&err));
-            std::process::exit(exit::code_for(&err));
+            let message = exit::describe(&err);
+            let code = exit::code_for(&err);
+            eprintln!("rewind: {message}");
+            // `exec` and `sandbox exec` have no JSON output: their stdout is the child's.
+            let child_stdout = matches!(
+                &cli.command,
+                Command::Exec(_)
+                    | Command::Sandbox(commands::sandbox::Args {
+                        command: commands::sandbox::Sub::Exec(_)
+                    })
+            );
+            if cli.json && !child_stdout {
+                println!(
+                    "{}",
+                    exit::json_document(exit::kind_for(&err), &message, code)
+                );
+            }
+            std::process::exit(code);
         }
     }
+}
+
+/// A session name as given by `-s` or `REWIND_SESSION`: anything but empty.
+fn session_name(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        Err("a session name cannot be empty (check -s and REWIND_SESSION)".into())
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+/// Whether `--json` is among the global options, for a command line clap could not parse:
+/// looked for in the raw arguments before any `--`.
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }

@@ -307,8 +307,9 @@ fn show_lists_fields_and_changes_and_names_bad_ids() {
         }
         seen.push(last_line(&ok(env, &["checkpoint"])));
     };
+    // An ambiguous prefix is an error (1, as an unknown id), not a usage error.
     let o = run(env, &["show", &prefix]);
-    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("ambiguous") && err.contains("more characters"),
@@ -446,7 +447,7 @@ fn diff_of_an_epoch_is_a_unified_diff() {
         "{out}"
     );
     let o = env
-        .cmd(&["diff", &op, "--stat", "--", "../f.txt"])
+        .cmd_here(&["diff", &op, "--stat", "--", "../f.txt"])
         .current_dir(env.root().join("sub"))
         .output()
         .unwrap();

@@ -55,7 +55,7 @@ fn version(c: &Connection) -> rusqlite::Result<usize> {
 
 /// A database written by a newer rewind: its tables may mean what this binary cannot know.
 fn newer(version: usize) -> Error {
-    Error::Usage(format!(
+    Error::State(format!(
         "this state was written by a newer rewind (schema {version}, this one knows {}); upgrade rewind",
         MIGRATIONS.len()
     ))

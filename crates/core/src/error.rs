@@ -6,12 +6,19 @@ pub enum Error {
     /// The workspace lock is held by another process and the bounded wait ran out.
     #[error("the workspace is busy: {holder}; try again, or wait for it to finish")]
     Busy { holder: String },
-    /// An id, message or name that matches nothing here (exit 1).
+    /// An id, message or name that matches nothing here, or an id prefix that matches several
+    /// things (exit 1).
     #[error("{0}")]
     Unknown(String),
-    /// A bad argument the command line could not catch (exit 2).
+    /// A bad argument the command line could not catch (exit 2): the words themselves are
+    /// wrong, whatever the workspace holds.
     #[error("{0}")]
     Usage(String),
+    /// A well-formed request the workspace's state does not allow now: no open epoch to end,
+    /// nothing to undo, an epoch still open, a checkpoint where an epoch is needed (exit 1,
+    /// not the usage code: the same words may succeed later).
+    #[error("{0}")]
+    State(String),
     /// A configuration file is malformed or has an unknown key.
     #[error("configuration {file}: {message}")]
     Config { file: PathBuf, message: String },

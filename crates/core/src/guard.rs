@@ -426,6 +426,32 @@ fn serde_opt_path<S: serde::Serializer>(p: &Option<Vec<u8>>, s: S) -> Result<S::
     }
 }
 
+/// Adds one section of a patch to the summary, which lists each file once: a patch may change
+/// a file in several sections (concatenated diffs, a series), and the summary says what they
+/// come to together, with their hunks added up.
+fn summarize(summary: &mut Vec<PatchedFile>, then: PatchedFile) {
+    let Some(i) = summary.iter().position(|s| s.path == then.path) else {
+        summary.push(then);
+        return;
+    };
+    let first = &mut summary[i];
+    first.hunks += then.hunks;
+    match (first.op, then.op) {
+        // Changing a file the patch added, renamed or copied there keeps what brought it.
+        (_, "modify") => {}
+        // Added, then deleted: the patch leaves nothing of it.
+        ("add", "delete") => {
+            summary.remove(i);
+        }
+        // Deleted, then added again: the file is replaced.
+        ("delete", "add") => first.op = "modify",
+        _ => {
+            first.op = then.op;
+            first.from = then.from;
+        }
+    }
+}
+
 /// What `apply_patch` did: the files, and the epoch (none for a dry run).
 #[derive(Clone, Debug)]
 pub struct Patched {
@@ -1329,7 +1355,7 @@ impl Workspace {
                     }
                 }
             }
-            summary.push(PatchedFile {
+            let done = PatchedFile {
                 op: match op {
                     PatchOp::Modify => "modify",
                     PatchOp::Add => "add",
@@ -1341,7 +1367,8 @@ impl Workspace {
                 from: matches!(op, PatchOp::Rename | PatchOp::Copy)
                     .then(|| old.unwrap_or_default().to_vec()),
                 hunks: f.hunks.len(),
-            });
+            };
+            summarize(&mut summary, done);
         }
         let mut ops = Vec::new();
         for p in &touched {

@@ -526,7 +526,43 @@ impl Workspace {
         };
         let _lock = self.lock(crate::lock::default_wait(), "epoch begin")?;
         crate::trace::phase("epoch begin: locked");
-        self.begin_epoch_locked(session, spec, opaque_lock)
+        if spec.paths.is_empty() {
+            return self.begin_epoch_locked(session, spec, opaque_lock);
+        }
+        // An exact epoch also covers the directories its paths need that do not exist yet: a
+        // tool that writes new/dir/f.txt creates new/ and new/dir/, and rewinding the epoch must
+        // remove them again (the guarded tools declare the directories they create the same
+        // way). Looked at under the lock, so what is absent now is what the tool will create.
+        let mut spec = spec.clone();
+        spec.paths = self.with_missing_parents(&spec.paths)?;
+        self.begin_epoch_locked(session, &spec, opaque_lock)
+    }
+
+    /// `paths`, then every ancestor of them that does not exist now, parents first.
+    fn with_missing_parents(&self, paths: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, Error> {
+        let root = self.rootdir()?;
+        let mut out = paths.to_vec();
+        for p in paths {
+            relpath::check(p)?;
+            for (i, _) in p.iter().enumerate().filter(|(_, b)| **b == b'/') {
+                let dir = &p[..i];
+                if out.iter().any(|o| o == dir) {
+                    continue;
+                }
+                let absent = matches!(
+                    root.lstat(dir).map_err(|e| Error::Io {
+                        op: "inspecting",
+                        path: relpath::display(dir).into(),
+                        source: e,
+                    })?,
+                    Present::Absent
+                );
+                if absent {
+                    out.push(dir.to_vec());
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// [`Workspace::begin_epoch`] once the workspace lock is held (and, for an opaque epoch, the
@@ -664,7 +700,7 @@ impl Workspace {
             Some(id) => {
                 let full = self.resolve_epoch_id(id)?;
                 open.into_iter().find(|e| e.id == full).ok_or_else(|| {
-                    Error::Usage(format!(
+                    Error::State(format!(
                         "epoch {id} is not open (it was already settled or aborted)"
                     ))
                 })?
@@ -674,7 +710,7 @@ impl Workspace {
                 .rev()
                 .find(|e| e.session == session)
                 .ok_or_else(|| {
-                    Error::Usage(format!(
+                    Error::State(format!(
                         "session {session} has no open epoch; open one with `rewind epoch begin`"
                     ))
                 })?,

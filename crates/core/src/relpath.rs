@@ -13,18 +13,10 @@ pub fn from_user(root: &Path, cwd: &Path, input: &Path) -> Result<Vec<u8>, Error
     if input.as_os_str().as_bytes().contains(&0) {
         return Err(Error::Usage("a path contains a NUL byte".into()));
     }
-    // A relative path is taken from the current directory, like a shell would; if that lands
-    // outside the workspace (the command was run elsewhere with `-C DIR`), from the root.
-    if input.is_absolute() {
-        return inside(root, input, input);
-    }
-    inside(root, &cwd.join(input), input).or_else(|e| {
-        if cwd.starts_with(root) {
-            Err(e)
-        } else {
-            inside(root, &root.join(input), input)
-        }
-    })
+    // A relative path is taken from `cwd`, like a shell would, and nowhere else: the CLI
+    // passes the directory the command acts from (`-C DIR` or the current directory, always
+    // the root or inside it), so the same words name the same file wherever they are typed.
+    inside(root, &cwd.join(input), input)
 }
 
 /// `joined` normalised lexically (never resolving symlinks: they are data here), relative to
@@ -116,10 +108,8 @@ mod tests {
         );
         assert!(from_user(root, Path::new("/w"), Path::new("../etc/passwd")).is_err());
         assert!(from_user(root, Path::new("/w"), Path::new("/etc")).is_err());
-        assert_eq!(
-            from_user(root, Path::new("/elsewhere"), Path::new("src/x")).unwrap(),
-            b"src/x"
-        );
+        // A relative path is never re-read from the root when it lands outside.
+        assert!(from_user(root, Path::new("/elsewhere"), Path::new("src/x")).is_err());
         // From the workspace's parent, `w/src/x` is already inside: taken as typed.
         assert_eq!(
             from_user(root, Path::new("/"), Path::new("w/src/x")).unwrap(),

@@ -122,7 +122,7 @@ impl Workspace {
         match ids.as_slice() {
             [(id, e)] => load(id, *e),
             [] => Err(self.unknown_id(text)),
-            many => Err(Error::Usage(format!(
+            many => Err(Error::Unknown(format!(
                 "{text} is ambiguous: it starts {}; give more characters",
                 many.iter()
                     .map(|(i, _)| i.as_str())
@@ -135,7 +135,7 @@ impl Workspace {
     pub(crate) fn resolve_epoch_id(&self, text: &str) -> Result<String, Error> {
         match self.resolve("", text)? {
             Target::Epoch(e) => Ok(e.id),
-            Target::Checkpoint(c) => Err(Error::Usage(format!(
+            Target::Checkpoint(c) => Err(Error::State(format!(
                 "{} is a checkpoint, not an epoch",
                 c.id
             ))),
@@ -250,10 +250,10 @@ impl Workspace {
         let e = match named {
             Some(full) => oplog::epoch(&self.db(), &full)?.expect("resolved"),
             None => oplog::last_epoch(&self.db(), session)?
-                .ok_or_else(|| Error::Usage(format!("session {session} has no epoch to undo")))?,
+                .ok_or_else(|| Error::State(format!("session {session} has no epoch to undo")))?,
         };
         if e.state == EpochState::Open {
-            return Err(Error::Usage(format!(
+            return Err(Error::State(format!(
                 "epoch {} is still open; end it first",
                 e.id
             )));
@@ -439,7 +439,7 @@ impl Workspace {
         let tree = match target {
             Target::Checkpoint(c) => c.root,
             Target::Epoch(e) => e.pre_root.ok_or_else(|| {
-                Error::Usage(format!(
+                Error::State(format!(
                     "--all needs a whole-tree state, and {} epoch {} has none; give a checkpoint instead",
                     e.kind.as_str(),
                     e.id
@@ -613,7 +613,7 @@ impl Workspace {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
         let steps = decode_plan(&plan)
-            .ok_or_else(|| Error::Usage(format!("restore journal of {epoch_id} is damaged")))?;
+            .ok_or_else(|| Error::State(format!("restore journal of {epoch_id} is damaged")))?;
         let root = self.rootdir()?;
         let max = self.config().capture.max_file_size();
         // A restore killed mid-write leaves temporary files beside its targets: remove those of

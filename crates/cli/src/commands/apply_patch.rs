@@ -28,7 +28,8 @@ use crate::Cli;
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// The patch file [default: stdin].
+    /// The patch file (relative to the current directory or -C DIR) [default: stdin]. The
+    /// paths inside the patch are relative to the workspace root, as in `git diff`.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// Check everything (guard, every hunk) and write nothing.
@@ -51,7 +52,8 @@ struct DryRun {
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
     let text = match &args.file {
-        Some(f) => std::fs::read(f).with_context(|| format!("reading {}", f.display()))?,
+        Some(f) => std::fs::read(super::user_file(cli, f))
+            .with_context(|| format!("reading {}", f.display()))?,
         None => {
             let mut buf = Vec::new();
             std::io::stdin()

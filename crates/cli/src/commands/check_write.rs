@@ -18,7 +18,8 @@ use crate::{exit, Cli};
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Files to check (relative to the current directory, or absolute inside the workspace).
+    /// Files to check (relative to the current directory or -C DIR, or absolute inside the
+    /// workspace).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
@@ -37,7 +38,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
     let mut verdicts = Vec::new();
     for p in &args.paths {
-        let rel = super::write::user_path(&ws, p)?;
+        let rel = super::user_path(cli, ws.root(), p)?;
         match ws.check_write(&cli.session, &rel) {
             Ok(c) => verdicts.push(Verdict {
                 path: rewind_core::relpath::display(&rel),

@@ -24,7 +24,8 @@ pub struct Args {
     pub parent: Option<String>,
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
-    /// Stored with the checkpoint and returned by `restore --json` (e.g. the conversation).
+    /// Stored with the checkpoint and returned by `restore --json` (e.g. the conversation);
+    /// relative to the current directory or -C DIR.
     #[arg(long, value_name = "F")]
     pub payload_file: Option<PathBuf>,
 }
@@ -43,7 +44,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
     let payload = match &args.payload_file {
         Some(f) => Some(
-            std::fs::read(f).with_context(|| format!("reading payload file {}", f.display()))?,
+            std::fs::read(super::user_file(cli, f))
+                .with_context(|| format!("reading payload file {}", f.display()))?,
         ),
         None => None,
     };

@@ -48,7 +48,8 @@ pub struct Args {
     /// Per-path counts of added and removed lines and a summary, instead of the patch.
     #[arg(long)]
     pub stat: bool,
-    /// Limit to these paths (and what is under them), relative to the current directory.
+    /// Limit to these paths (and what is under them), relative to the current directory or
+    /// -C DIR.
     #[arg(last = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
@@ -122,10 +123,9 @@ enum Src {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
-    let cwd = std::env::current_dir().context("reading the current directory")?;
     let mut scope = Vec::new();
     for p in &args.paths {
-        scope.push(relpath::from_user(ws.root(), &cwd, p)?);
+        scope.push(super::user_path(cli, ws.root(), p)?);
     }
     if scope.iter().any(Vec::is_empty) {
         scope.clear(); // the root itself: everything

@@ -22,7 +22,7 @@ use crate::Cli;
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// The file (relative to the current directory, or absolute inside the workspace).
+    /// The file (relative to the current directory or -C DIR, or absolute inside the workspace).
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
     /// The exact text to replace.

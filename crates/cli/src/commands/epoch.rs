@@ -2,9 +2,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Subcommand;
-use rewind_core::{relpath, EpochSpec};
+use rewind_core::EpochSpec;
 use serde::Serialize;
 
 use crate::output::emit;
@@ -37,7 +36,8 @@ pub struct BeginArgs {
     pub tool: Option<String>,
     #[arg(long, value_name = "ID")]
     pub tool_call: Option<String>,
-    /// A path the tool will write (repeatable); makes the epoch exact.
+    /// A path the tool will write (repeatable; relative to the current directory or -C DIR);
+    /// makes the epoch exact.
     #[arg(long = "path", value_name = "P")]
     pub paths: Vec<PathBuf>,
 }
@@ -66,10 +66,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
     match &args.command {
         Sub::Begin(a) => {
-            let cwd = std::env::current_dir().context("reading the current directory")?;
             let mut paths = Vec::new();
             for p in &a.paths {
-                paths.push(relpath::from_user(ws.root(), &cwd, p)?);
+                paths.push(super::user_path(cli, ws.root(), p)?);
             }
             let spec = EpochSpec {
                 tool: a.tool.clone(),

@@ -12,7 +12,8 @@ use crate::Cli;
 /// Run CMD as one opaque epoch: capture before, run, capture after, record the changes.
 ///
 /// The command's stdin, stdout and stderr are its own; rewind's messages go to stderr with the
-/// prefix `rewind:`. Exits with the command's exit code (128+N if killed by signal N).
+/// prefix `rewind:`. Exits with the command's exit code (128+N if killed by signal N). The
+/// command runs in the current directory, or in DIR of `rewind -C DIR`.
 ///
 /// Examples:
 ///   rewind exec -- sed -i s/foo/bar/ src/lib.rs
@@ -36,7 +37,9 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
-    let cwd = std::env::current_dir().context("reading the current directory")?;
+    // As `git -C`/`make -C`: the command runs in DIR of `-C`, else where rewind was started,
+    // sandboxed or not (the invocation directory is the root or inside it).
+    let cwd = &cli.dir;
     // Refuse before anything is recorded if the sandbox cannot run.
     let sandboxed = match args.sandbox {
         Some(mode) => {
@@ -57,11 +60,12 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     rewind_core::trace::phase("epoch begun");
     let status = match &sandboxed {
         Some(policy) => policy
-            .command(&args.command, Some(&cwd))
+            .command(&args.command, Some(cwd))
             .and_then(|c| c.status())
             .map_err(anyhow::Error::from),
         None => std::process::Command::new(&args.command[0])
             .args(&args.command[1..])
+            .current_dir(cwd)
             .status()
             .with_context(|| format!("cannot run {}", args.command[0].to_string_lossy())),
     };

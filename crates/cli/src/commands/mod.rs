@@ -18,14 +18,16 @@ pub mod show;
 pub mod status;
 pub mod write;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use rewind_core::{OpenOptions, Workspace};
 
 use crate::{Cli, Command};
 
-pub fn run(cli: &Cli) -> anyhow::Result<i32> {
+pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
+    cli.dir = invocation_dir(cli.workspace.as_deref())?;
+    let cli = &*cli;
     match &cli.command {
         Command::Init(args) => init::run(cli, args),
         Command::Status(args) => status::run(cli, args),
@@ -48,23 +50,46 @@ pub fn run(cli: &Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// The workspace root: `-C DIR`, else the nearest registered ancestor of the current
-/// directory (so `rewind status` works from a subdirectory, like git), else the current
-/// directory.
-pub fn workspace_root(cli: &Cli) -> anyhow::Result<PathBuf> {
-    if let Some(dir) = &cli.workspace {
-        return Ok(dir.clone());
-    }
+/// The directory a command acts from, as `git -C` means it: `-C DIR` (relative to the current
+/// directory), else the current directory. Canonical, so that it compares with the workspace
+/// root (which is canonical). Everything that depends on where the user "is" derives from
+/// this one value: the workspace root, relative path arguments, `exec`'s working directory.
+pub fn invocation_dir(dash_c: Option<&Path>) -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let dir = match dash_c {
+        Some(d) => cwd.join(d),
+        None => cwd,
+    };
+    std::fs::canonicalize(&dir).with_context(|| match dash_c {
+        Some(d) => format!("cannot use -C {}", d.display()),
+        None => "cannot read the current directory".to_string(),
+    })
+}
+
+/// The workspace root: the nearest registered ancestor of the invocation directory (so
+/// `rewind status` works from a subdirectory, like git), else the invocation directory.
+pub fn workspace_root(cli: &Cli) -> anyhow::Result<PathBuf> {
     if let Ok(home) = rewind_core::rewind_home() {
-        let canon = std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone());
-        for dir in canon.ancestors() {
+        for dir in cli.dir.ancestors() {
             if Workspace::is_registered(&home, dir) {
                 return Ok(dir.to_path_buf());
             }
         }
     }
-    Ok(cwd)
+    Ok(cli.dir.clone())
+}
+
+/// A path from the command line as a workspace-relative path: a relative one is taken from
+/// the invocation directory (`-C DIR` or the current directory), an absolute one must be
+/// inside the workspace `root`.
+pub fn user_path(cli: &Cli, root: &Path, p: &Path) -> anyhow::Result<Vec<u8>> {
+    Ok(rewind_core::relpath::from_user(root, &cli.dir, p)?)
+}
+
+/// A file named on the command line that is not a workspace path (a payload, a patch file):
+/// a relative one is taken from the invocation directory, like the workspace paths.
+pub fn user_file(cli: &Cli, p: &Path) -> PathBuf {
+    cli.dir.join(p)
 }
 
 pub fn open_workspace(cli: &Cli, force: bool) -> anyhow::Result<Workspace> {

@@ -24,7 +24,8 @@ use crate::Cli;
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Files to read (relative to the current directory, or absolute inside the workspace).
+    /// Files to read (relative to the current directory or -C DIR, or absolute inside the
+    /// workspace).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Only these lines, 1-based and inclusive: START:END, START: or :END.
@@ -72,7 +73,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let mut results = Vec::new();
     let stdout = std::io::stdout();
     for p in &args.paths {
-        let rel = super::write::user_path(&ws, p)?;
+        let rel = super::user_path(cli, ws.root(), p)?;
         let r = ws.read_file(&cli.session, &rel, args.range)?;
         if !cli.json {
             let mut out = stdout.lock();

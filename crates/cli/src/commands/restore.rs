@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
-use rewind_core::{relpath, Mode, RewindOptions, RewindOutcome};
+use rewind_core::{Mode, RewindOptions, RewindOutcome};
 use serde::Serialize;
 
 use crate::output::emit;
@@ -37,7 +36,8 @@ pub struct Args {
     /// Move the session head only ("undo the message, keep the files").
     #[arg(long)]
     pub head_only: bool,
-    /// Limit to these paths (and what is under them).
+    /// Limit to these paths (and what is under them), relative to the current directory or
+    /// -C DIR.
     #[arg(last = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
@@ -82,10 +82,9 @@ struct Report<'a> {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
-    let cwd = std::env::current_dir().context("reading the current directory")?;
     let mut paths = Vec::new();
     for p in &args.paths {
-        paths.push(relpath::from_user(ws.root(), &cwd, p)?);
+        paths.push(super::user_path(cli, ws.root(), p)?);
     }
     let target = ws.resolve(&cli.session, &args.target)?;
     let mode = if args.head_only {

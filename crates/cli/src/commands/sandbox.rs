@@ -28,6 +28,9 @@ pub enum Sub {
     Check,
     /// Run CMD under the sandbox policy; exits with CMD's exit code.
     ///
+    /// CMD runs in the current directory, or in DIR of `rewind -C DIR`; relative paths given
+    /// to --writable-root and --deny-read are taken from there too.
+    ///
     /// Example: rewind sandbox exec --deny-read ~/.aws -- cargo test
     Exec(ExecArgs),
 }
@@ -58,17 +61,15 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     }
 }
 
-/// The workspace root (`-C` or the current directory) and the current directory.
+/// The workspace root (as every command finds it: the invocation directory's nearest
+/// registered ancestor, or that directory) and the invocation directory (`-C DIR` or the
+/// current directory), where the command runs and relative flags are taken from.
 fn workspace(cli: &Cli) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let cwd = std::env::current_dir().context("reading the current directory")?;
-    let ws = match &cli.workspace {
-        Some(w) => cwd.join(w),
-        None => cwd.clone(),
-    };
+    let ws = super::workspace_root(cli)?;
     let ws = ws
         .canonicalize()
         .with_context(|| format!("workspace {}", ws.display()))?;
-    Ok((ws, cwd))
+    Ok((ws, cli.dir.clone()))
 }
 
 /// The policy from config; flags are applied by the caller.
@@ -80,7 +81,7 @@ pub fn policy(ws: &Path) -> anyhow::Result<Policy> {
     Ok(p)
 }
 
-/// A relative path given on the command line is relative to the current directory.
+/// A relative path given on the command line is relative to the invocation directory.
 fn from_cwd(cwd: &Path, raw: &OsString) -> OsString {
     let p = Path::new(raw);
     if p.is_absolute()
@@ -172,12 +173,8 @@ fn check(cli: &Cli) -> anyhow::Result<i32> {
             })?;
             Ok(exit::OK)
         }
-        Err(e) => {
-            if cli.json {
-                doc.error = Some(e.to_string());
-                output::emit(true, &doc, |_| {})?;
-            }
-            Err(anyhow::Error::new(e).context("sandbox unavailable"))
-        }
+        // The error document (`--json`) is printed by main, as for every failing command: one
+        // document on stdout, never this report and then the error.
+        Err(e) => Err(anyhow::Error::new(e).context("sandbox unavailable")),
     }
 }

@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rewind_core::{relpath, PatchedFile, Settled, StagedWrite, ToolCall, Workspace};
+use rewind_core::{PatchedFile, Settled, StagedWrite, ToolCall};
 use serde::Serialize;
 
 use crate::Cli;
@@ -23,7 +23,7 @@ use crate::Cli;
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// The file (relative to the current directory, or absolute inside the workspace).
+    /// The file (relative to the current directory or -C DIR, or absolute inside the workspace).
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
     #[command(flatten)]
@@ -50,19 +50,12 @@ impl ToolArgs {
     }
 }
 
-/// A user-supplied path (relative to the current directory) as a workspace-relative one.
-pub fn user_path(ws: &Workspace, p: &Path) -> anyhow::Result<Vec<u8>> {
-    let cwd = std::env::current_dir().context("reading the current directory")?;
-    Ok(relpath::from_user(ws.root(), &cwd, p)?)
-}
-
 /// The workspace root (as the workspace will resolve it) and the workspace-relative path of a
 /// guarded write, known before the workspace is open: what a [`StagedWrite`] needs.
 pub fn staging_target(cli: &Cli, p: &Path) -> anyhow::Result<(PathBuf, Vec<u8>)> {
     let root = super::workspace_root(cli)?;
     let root = std::fs::canonicalize(&root).unwrap_or(root);
-    let cwd = std::env::current_dir().context("reading the current directory")?;
-    let rel = relpath::from_user(&root, &cwd, p)?;
+    let rel = super::user_path(cli, &root, p)?;
     Ok((root, rel))
 }
 

@@ -28,6 +28,17 @@ impl Env {
         c
     }
 
+    /// Like [`Env::cmd`] without `-C`: the workspace is found from the working directory
+    /// the caller gives the command.
+    pub fn cmd_here(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rewind"));
+        c.env("REWIND_HOME", self.home.path())
+            .env_remove("REWIND_SESSION")
+            .env_remove("REWIND_FAILPOINT")
+            .args(args);
+        c
+    }
+
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
     }
