@@ -92,6 +92,9 @@ fn core_code(e: &rewind_core::Error) -> (i32, &'static str) {
         E::Config { .. } => (ERROR, "config"),
         E::Workspace(_) => (ERROR, "workspace"),
         E::Tool { .. } => (ERROR, "tool"),
+        E::Unavailable(_) => (UNAVAILABLE, "unavailable"),
+        // What failed decides (a store error mid-apply is still "unavailable").
+        E::RolledBack(cause) | E::RollbackFailed { cause, .. } => core_code(cause),
         _ => (ERROR, "error"),
     }
 }

@@ -72,6 +72,28 @@ pub struct Capture {
     /// `state` is left empty for the caller to fill with the cache it passed in (see
     /// [`unchanged`]).
     pub(crate) same_as_cache: bool,
+    /// When the walk started, on the clock file systems stamp new files with (the coarse real
+    /// time clock), in ns since the Unix epoch: whatever was born before it and is not in this
+    /// capture existed but was invisible to it (see `record::existed_before`).
+    pub started_ns: i64,
+}
+
+/// The time now on the clock the kernel stamps inodes with (`CLOCK_REALTIME_COARSE`), which can
+/// lag the precise clock by a tick: a file created right after a precise reading may carry an
+/// older birth time than that reading, never one older than a coarse reading taken before it.
+pub(crate) fn coarse_now_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime into a valid timespec.
+    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } != 0 {
+        return crate::workspace::now_ns();
+    }
+    // (`time_t` and `c_long` are i64 on the 64-bit targets the sandbox and tests run on.)
+    #[allow(clippy::useless_conversion)]
+    let ns = i64::from(ts.tv_sec) * 1_000_000_000 + i64::from(ts.tv_nsec);
+    ns
 }
 
 pub(crate) fn capture(
@@ -81,6 +103,7 @@ pub(crate) fn capture(
     opts: &CaptureOptions,
 ) -> Result<Capture, Error> {
     let start = Instant::now();
+    let started_ns = coarse_now_ns();
     let walk = scan::walk(
         root,
         old,
@@ -110,6 +133,7 @@ pub(crate) fn capture(
             },
             state_changed: false,
             same_as_cache: true,
+            started_ns,
         });
     }
     let writer = store.writer()?;
@@ -194,6 +218,7 @@ pub(crate) fn capture(
         stats,
         state_changed,
         same_as_cache: false,
+        started_ns,
     })
 }
 

@@ -37,6 +37,22 @@ pub enum Error {
     /// apply, not a regular file). Nothing was written.
     #[error("{path}: {message}")]
     Tool { path: String, message: String },
+    /// Objects a restore needs are missing or corrupt (exit 7); found before anything was
+    /// written, so nothing was.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A restore failed part-way and what it had applied was put back: the workspace is as it
+    /// was before the restore. The cause says which path and why.
+    #[error("the restore was rolled back, nothing changed: {0}")]
+    RolledBack(#[source] Box<Error>),
+    /// A restore failed part-way and putting back what it had applied failed too; the next
+    /// command that takes the workspace lock tries the rollback again.
+    #[error("the restore failed ({cause}) and rolling it back failed too ({rollback}); the next rewind command tries the rollback again")]
+    RollbackFailed {
+        #[source]
+        cause: Box<Error>,
+        rollback: Box<Error>,
+    },
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,

@@ -90,8 +90,9 @@ impl Workspace {
     /// Epoch ids of restores whose journal is not finished.
     pub fn unfinished_restores(&self) -> Result<Vec<String>, Error> {
         let db = self.db();
-        let mut st =
-            db.prepare("SELECT epoch FROM journal WHERE state = 'applying' ORDER BY id")?;
+        let mut st = db.prepare(
+            "SELECT epoch FROM journal WHERE state IN ('applying', 'rolling-back') ORDER BY id",
+        )?;
         let rows = st.query_map([], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

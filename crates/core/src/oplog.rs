@@ -355,6 +355,19 @@ pub fn latest_change(
         .optional()?)
 }
 
+/// The oldest change to `path` recorded after `after_pos` (pending ones included).
+pub fn earliest_change(
+    db: &Connection,
+    path: &[u8],
+    after_pos: i64,
+) -> Result<Option<ChangeRow>, Error> {
+    let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.path = ?1 AND c.pos > ?2 ORDER BY c.pos LIMIT 1");
+    Ok(db
+        .prepare_cached(&sql)?
+        .query_row(params![path, after_pos], change_row)
+        .optional()?)
+}
+
 /// Every change recorded after `after_pos`, in op-log order.
 pub fn changes_after(db: &Connection, after_pos: i64) -> Result<Vec<ChangeRow>, Error> {
     let sql =
@@ -570,6 +583,14 @@ pub fn ids_with_prefix(db: &Connection, prefix: &str) -> Result<Vec<(String, boo
 }
 
 /// The root of the newest whole-tree capture (and its position).
+/// When the newest whole-tree capture started (ns since the Unix epoch, coarse clock), if any.
+pub fn latest_snapshot_ns(db: &Connection) -> Result<Option<i64>, Error> {
+    Ok(db
+        .prepare_cached("SELECT created_ns FROM snapshots ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?)
+}
+
 pub fn latest_snapshot(db: &Connection) -> Result<Option<(ObjectId, i64)>, Error> {
     Ok(db
         .query_row(

@@ -142,6 +142,35 @@ pub(crate) fn disk_entry(
     }
 }
 
+/// Whether what is at `rel` now was already there when a capture started at `ns` (coarse
+/// clock, ns since the Unix epoch), judged by its birth time: a path that capture did not list
+/// although it existed then was invisible to it (ignored, in an unreadable directory), so its
+/// earlier content was never stored. A renamed file keeps its birth time; a file written anew
+/// gets a new one. A file born in the same clock tick as the capture started counts as new (its
+/// bytes, if a restore removes it, are still stored by the restore's write-ahead, so `undo`
+/// brings it back). Where the file system reports no birth time: yes, never delete on doubt.
+pub(crate) fn existed_before(root: &std::path::Path, rel: &[u8], ns: i64) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(relpath::to_path(root, rel)) else {
+        return false; // gone: nothing to protect
+    };
+    match meta.created() {
+        Ok(born) => born
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(true, |d| (d.as_nanos() as i64) < ns),
+        Err(_) => true,
+    }
+}
+
+/// The "before" of a path that existed but whose content was never captured.
+pub(crate) fn uncaptured_like(now: &Entry) -> Entry {
+    Entry {
+        kind: EntryKind::Uncovered,
+        mode: 0,
+        size: now.size,
+        id: ObjectId::ZERO,
+    }
+}
+
 /// Two states of a path are the same (content, kind and mode; directories by kind and mode).
 pub(crate) fn same(a: &Option<Entry>, b: &Option<Entry>) -> bool {
     match (a, b) {
@@ -303,6 +332,25 @@ impl Workspace {
             });
         }
         let pending = self.pending_paths()?;
+        // A path that appears now, was absent as far as the op log knows, and was born before
+        // the previous capture was one that capture could not see (ignored then, or inside an
+        // unreadable directory): "existed, uncaptured", never "created", so no rewind deletes it.
+        // (A renamed or hard-linked file that was captured under another name keeps its birth
+        // time too: its inode, known to the previous capture, tells it apart.)
+        let previous_ns = oplog::latest_snapshot_ns(&self.db())?.unwrap_or(i64::MAX);
+        let mut seen_before: Option<(HashSet<u64>, HashSet<ObjectId>)> = None;
+        let mut captured_before = |now: &crate::state::StatEntry| {
+            let (inos, ids) = seen_before.get_or_insert_with(|| {
+                let inos = old.dirs.values().flatten().map(|e| e.ino).collect();
+                // Without a cache, the baseline tree's contents stand in for its inodes.
+                let ids = baseline
+                    .iter()
+                    .flat_map(|b| b.values().map(|e| e.id))
+                    .collect();
+                (inos, ids)
+            });
+            inos.contains(&now.ino) || ids.contains(&now.id)
+        };
         for (path, cached) in candidates {
             if pending.contains(&path) {
                 continue;
@@ -319,9 +367,19 @@ impl Workspace {
                 id: s.id,
             });
             if !same(&known, &disk) {
+                let existed_uncaptured = known.is_none()
+                    && capture
+                        .state
+                        .get(&path)
+                        .is_some_and(|now| !captured_before(now))
+                    && existed_before(self.root(), &path, previous_ns);
+                let before = match disk {
+                    Some(now) if existed_uncaptured => Some(uncaptured_like(&now)),
+                    _ => known,
+                };
                 changes.push(Change {
                     path,
-                    before: known,
+                    before,
                     after: disk,
                 });
             }
@@ -363,7 +421,14 @@ impl Workspace {
         }
         db.execute(
             "INSERT INTO snapshots (root, created_ns, label, pos) VALUES (?1, ?2, ?3, ?4)",
-            rusqlite::params![found.capture.root.0.as_slice(), now_ns(), session, pos],
+            // Its time is when the walk started (coarse clock): what an "existed, uncaptured"
+            // judgement of a later capture compares birth times with.
+            rusqlite::params![
+                found.capture.root.0.as_slice(),
+                found.capture.started_ns,
+                session,
+                pos
+            ],
         )?;
         Ok(pos)
     }

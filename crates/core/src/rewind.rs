@@ -451,7 +451,38 @@ impl Workspace {
             self.transaction(|| self.record_found(&found, session, None).map(drop))?;
             self.save_state(&mut found)?;
         }
-        let plan: RestorePlan = restore::plan(self.store(), found.capture.root, tree, &opts.paths)?;
+        let mut plan: RestorePlan =
+            restore::plan(self.store(), found.capture.root, tree, &opts.paths)?;
+        // What the target's tree lacks but the op log says existed uncaptured when it first
+        // saw it after the target (ignored or unreadable until then) has no bytes to go back
+        // to: it is left as it is, never deleted.
+        let first_seen = |path: &[u8]| -> Result<Option<Option<Entry>>, Error> {
+            if let Some(r) = oplog::earliest_change(&self.db(), path, target.after_pos())? {
+                return Ok(Some(r.change.before));
+            }
+            // A dry run has not recorded what its capture found.
+            Ok(found
+                .changes
+                .iter()
+                .find(|c| c.path == path)
+                .map(|c| c.before))
+        };
+        let mut steps = Vec::new();
+        for s in std::mem::take(&mut plan.steps) {
+            let uncaptured = s.after.is_none()
+                && first_seen(&s.path)?
+                    .flatten()
+                    .is_some_and(|b| b.kind == EntryKind::Uncovered);
+            if uncaptured {
+                plan.skipped.push(Skipped {
+                    path: s.path,
+                    reason: "left as it is: it existed uncaptured (ignored or unreadable) when the target was taken".into(),
+                });
+            } else {
+                steps.push(s);
+            }
+        }
+        plan.steps = steps;
         Ok(RewindOutcome {
             steps: plan.steps,
             skipped: plan.skipped,
@@ -541,6 +572,9 @@ impl Workspace {
             }
         }
         let root = self.rootdir()?;
+        // Nothing under the root is touched until every check that can be made first passed.
+        self.verify_objects(&out.steps)?;
+        preflight_writes(self.root(), &out.steps)?;
         // Write-ahead: what each step overwrites must be in the store before it is touched.
         let writer = self.store().writer()?;
         let max = self.config().capture.max_file_size();
@@ -605,31 +639,76 @@ impl Workspace {
         Ok(out)
     }
 
-    /// Applies (or re-applies, after a crash) a journalled restore and commits its result.
-    fn apply_journal(&self, epoch_id: &str) -> Result<Vec<Skipped>, Error> {
-        let (session, plan, head, move_head): (String, Vec<u8>, Option<String>, bool) = self.db().query_row(
-            "SELECT session, plan, head, move_head FROM journal WHERE epoch = ?1 AND state = 'applying'",
-            [epoch_id],
+    /// Every object the plan writes is present and verified (read and hashed), before the
+    /// first byte is written under the root: a damaged store refuses the restore whole (exit 7)
+    /// instead of failing half-way through it.
+    fn verify_objects(&self, steps: &[Change]) -> Result<(), Error> {
+        let mut bad = Vec::new();
+        for s in steps {
+            let Some(t) = s.after else { continue };
+            let read = match t.kind {
+                EntryKind::File => self
+                    .store()
+                    .read_content(&t.id, &mut std::io::sink())
+                    .map(drop),
+                EntryKind::Symlink => self.store().read_blob(&t.id).map(drop),
+                _ => Ok(()),
+            };
+            match read {
+                Ok(()) => {}
+                Err(
+                    e @ (rewind_store::Error::Missing { .. }
+                    | rewind_store::Error::Corrupt { .. }
+                    | rewind_store::Error::MissingPack { .. }),
+                ) => bad.push(format!("{} ({e})", relpath::display(&s.path))),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if bad.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Unavailable(format!(
+            "cannot restore: the content of {} path(s) is missing or corrupt in the store, so nothing was changed: {}; `rewind fsck` lists the damage",
+            bad.len(),
+            bad.join("; ")
+        )))
+    }
+
+    /// The journal row of a restore in `state`: session, steps, head, move_head.
+    fn journal(
+        &self,
+        epoch_id: &str,
+        state: &str,
+    ) -> Result<(String, Vec<Change>, Option<String>, bool), Error> {
+        let (session, plan, head, move_head): (String, Vec<u8>, Option<String>, bool) = self
+            .db()
+            .query_row(
+            "SELECT session, plan, head, move_head FROM journal WHERE epoch = ?1 AND state = ?2",
+            rusqlite::params![epoch_id, state],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
         let steps = decode_plan(&plan)
             .ok_or_else(|| Error::State(format!("restore journal of {epoch_id} is damaged")))?;
-        let root = self.rootdir()?;
+        Ok((session, steps, head, move_head))
+    }
+
+    /// Sorts `steps` by what the disk holds now: already at their target (done), still at
+    /// what the plan expected (to do), or changed by someone else meanwhile (left alone).
+    fn sort_by_disk(
+        &self,
+        root: &crate::fsops::RootDir,
+        steps: Vec<Change>,
+    ) -> Result<ByDisk, Error> {
         let max = self.config().capture.max_file_size();
-        // A restore killed mid-write leaves temporary files beside its targets: remove those of
-        // dead processes before they could be mistaken for the user's.
-        root.remove_dead_temp_files_beside(steps.iter().map(|s| s.path.as_slice()));
-        // Only steps whose path is still what the plan expected; already-applied ones are done.
-        let mut todo = Vec::new();
-        let mut done = Vec::new();
-        let mut left = Vec::new();
+        let is_dir = |e: &Option<Entry>| e.is_some_and(|e| e.kind == EntryKind::Dir);
+        let (mut done, mut todo, mut left) = (Vec::new(), Vec::new(), Vec::new());
         for s in steps {
-            let current = disk_entry(&root, &s.path, None, max)?;
+            let current = disk_entry(root, &s.path, None, max)?;
             if same(&current, &s.after) {
                 done.push(s);
             } else if same(&current, &s.before)
-                || (s.after.is_some_and(|a| a.kind == EntryKind::Dir)
-                    && current.is_some_and(|c| c.kind == EntryKind::Dir))
+                // A directory is the plan's whatever its mode (modes are set last).
+                || (is_dir(&current) && (is_dir(&s.after) || is_dir(&s.before)))
             {
                 todo.push(s);
             } else {
@@ -641,7 +720,20 @@ impl Workspace {
                 });
             }
         }
-        let applied = restore::apply(
+        Ok(ByDisk { done, todo, left })
+    }
+
+    /// Applies (or re-applies, after a crash) a journalled restore and commits its result. If
+    /// a step fails, what was applied is rolled back (see [`Workspace::roll_back_journal`]).
+    fn apply_journal(&self, epoch_id: &str) -> Result<Vec<Skipped>, Error> {
+        let (session, steps, head, move_head) = self.journal(epoch_id, "applying")?;
+        let root = self.rootdir()?;
+        // A restore killed mid-write leaves temporary files beside its targets: remove those of
+        // dead processes before they could be mistaken for the user's.
+        root.remove_dead_temp_files_beside(steps.iter().map(|s| s.path.as_slice()));
+        // Only steps whose path is still what the plan expected; already-applied ones are done.
+        let ByDisk { done, todo, left } = self.sort_by_disk(&root, steps)?;
+        let applied = match restore::apply(
             &root,
             self.store(),
             &RestorePlan {
@@ -649,7 +741,18 @@ impl Workspace {
                 skipped: Vec::new(),
             },
             &ApplyOptions { durable: true },
-        )?;
+        ) {
+            Ok(applied) => applied,
+            Err(cause) => {
+                return Err(match self.roll_back_journal(epoch_id) {
+                    Ok(()) => Error::RolledBack(Box::new(cause)),
+                    Err(rollback) => Error::RollbackFailed {
+                        cause: Box::new(cause),
+                        rollback: Box::new(rollback),
+                    },
+                })
+            }
+        };
         failpoint::hit("restore-before-done");
         let now = now_ns();
         self.transaction(|| {
@@ -677,6 +780,60 @@ impl Workspace {
         Ok(kept)
     }
 
+    /// Puts back what a failed restore applied, from its journal: every step is inverted
+    /// ("make this path be what it was") and applied where the disk holds the step's target;
+    /// a path someone else changed since is left alone. The journal says `rolling-back` before
+    /// the first write, so a process killed during the rollback leaves it for the next command
+    /// to finish, never to roll forward. At the end the restore epoch and its changes are
+    /// deleted (it never happened) and the journal says `rolled-back`.
+    fn roll_back_journal(&self, epoch_id: &str) -> Result<(), Error> {
+        self.transaction(|| {
+            self.db().execute(
+                "UPDATE journal SET state = 'rolling-back' WHERE epoch = ?1 AND state = 'applying'",
+                [epoch_id],
+            )?;
+            Ok(())
+        })?;
+        let (_, steps, _, _) = self.journal(epoch_id, "rolling-back")?;
+        let root = self.rootdir()?;
+        root.remove_dead_temp_files_beside(steps.iter().map(|s| s.path.as_slice()));
+        let mut inverse: Vec<Change> = steps
+            .into_iter()
+            .map(|s| Change {
+                path: s.path,
+                before: s.after,
+                after: s.before,
+            })
+            .collect();
+        order_steps(&mut inverse);
+        let todo = self.sort_by_disk(&root, inverse)?.todo;
+        let apply = |steps: &[Change]| {
+            restore::apply(
+                &root,
+                self.store(),
+                &RestorePlan {
+                    steps: steps.to_vec(),
+                    skipped: Vec::new(),
+                },
+                &ApplyOptions { durable: true },
+            )
+        };
+        let first = todo.len().min(1);
+        apply(&todo[..first])?;
+        failpoint::hit("restore-rollback-after-step");
+        apply(&todo[first..])?;
+        self.transaction(|| {
+            let db = self.db();
+            db.execute("DELETE FROM changes WHERE epoch = ?1", [epoch_id])?;
+            db.execute("DELETE FROM epochs WHERE id = ?1", [epoch_id])?;
+            db.execute(
+                "UPDATE journal SET state = 'rolled-back' WHERE epoch = ?1",
+                [epoch_id],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Finishes interrupted work: rolls journalled restores forward, then settles epochs whose
     /// owning process died (their changes attributed to them, marked recovered). Every mutating
     /// command calls this first, under the lock.
@@ -692,6 +849,19 @@ impl Workspace {
         for epoch in pending {
             self.apply_journal(&epoch)?;
             rec.restores.push(epoch);
+        }
+        // A failed restore whose rollback was interrupted is rolled back, never forward.
+        let rolling_back: Vec<String> = {
+            let db = self.db();
+            let mut st = db.prepare_cached(
+                "SELECT epoch FROM journal WHERE state = 'rolling-back' ORDER BY id",
+            )?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        for epoch in rolling_back {
+            self.roll_back_journal(&epoch)?;
+            rec.rolled_back.push(epoch);
         }
         let open = oplog::open_epochs(&self.db())?;
         for e in open {
@@ -714,13 +884,95 @@ impl Workspace {
     }
 }
 
+/// A journal's steps sorted by what the disk holds now.
+struct ByDisk {
+    /// Already at their target.
+    done: Vec<Change>,
+    /// Still at what the plan expected: to apply.
+    todo: Vec<Change>,
+    /// Changed by someone else meanwhile: left alone.
+    left: Vec<Skipped>,
+}
+
 /// What `recover` finished.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Recovered {
     /// Restores rolled forward (their epochs).
     pub restores: Vec<String>,
+    /// Failed restores whose interrupted rollback was finished (their epochs, now deleted).
+    pub rolled_back: Vec<String>,
     /// Epochs of dead processes settled.
     pub epochs: Vec<String>,
+}
+
+/// What can be known before the first write under the root, checked so that most failures
+/// refuse the restore whole instead of rolling it back: every directory a step writes in (the
+/// nearest existing ancestor of its path) is writable by this process (`EACCES` for a user
+/// without permission, `EROFS` for a read-only mount), and the file system has room for the
+/// bytes the plan adds.
+fn preflight_writes(root: &std::path::Path, steps: &[Change]) -> Result<(), Error> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut checked = std::collections::HashSet::new();
+    for s in steps {
+        let mut dir = relpath::split(&s.path).0;
+        // The nearest ancestor that is a directory (a step may create the rest, or replace a
+        // file or symlink on the way by a directory).
+        let abs = loop {
+            let abs = relpath::to_path(root, dir);
+            if dir.is_empty() || std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
+                break abs;
+            }
+            dir = relpath::split(dir).0;
+        };
+        if !checked.insert(dir.to_vec()) {
+            continue;
+        }
+        let c = std::ffi::CString::new(abs.as_os_str().as_bytes())
+            .map_err(|_| Error::Usage("a path contains NUL".into()))?;
+        // SAFETY: a valid C string; faccessat reads it only.
+        let rc = unsafe {
+            libc::faccessat(
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                libc::W_OK | libc::X_OK,
+                libc::AT_EACCESS,
+            )
+        };
+        if rc != 0 {
+            return Err(Error::Io {
+                op: "cannot restore (nothing was changed): no write access to the directory of",
+                path: relpath::display(&s.path).into(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+    }
+    // Deletions come first and free their files' blocks; written files need theirs.
+    let size = |e: &Option<Entry>| {
+        e.filter(|e| e.kind == EntryKind::File)
+            .map_or(0, |e| e.size)
+    };
+    let adds: u64 = steps.iter().map(|s| size(&s.after)).sum();
+    let frees: u64 = steps.iter().map(|s| size(&s.before)).sum();
+    let need = adds.saturating_sub(frees);
+    if need > 0 {
+        let c = std::ffi::CString::new(root.as_os_str().as_bytes())
+            .map_err(|_| Error::Usage("a path contains NUL".into()))?;
+        // SAFETY: a valid C string and a zeroed out-structure statvfs fills.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
+            let free = st.f_bavail as u64 * st.f_frsize as u64;
+            if need > free {
+                return Err(Error::Io {
+                    op: "cannot restore (nothing was changed): not enough free space for",
+                    path: root.to_path_buf(),
+                    source: std::io::Error::other(format!(
+                        "the restore adds {need} bytes and the file system has {free} free; free some space and retry"
+                    )),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn in_scope(path: &[u8], scope: &[Vec<u8>]) -> bool {

@@ -1,0 +1,320 @@
+//! A restore is all or nothing, through the real binary on real file systems: a damaged store,
+//! a directory the user may not write, a read-only mount and a full file system refuse it
+//! before anything is written (every file's and directory's mtime unchanged, no temporary file
+//! left); a failure part-way (removing a directory that has become a mount point: EBUSY) rolls
+//! back what was applied; a SIGKILL during that rollback leaves it for the next command to
+//! finish, never to roll forward.
+//!
+//! The mount cases run in a private mount namespace (`unshare -rm`), so they need neither root
+//! nor cleanup, and nothing they mount is visible outside.
+
+mod common;
+mod rewind_util;
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output};
+
+use common::{noise, text, Env};
+use rewind_util::*;
+
+/// Runs `script` with `sh -e` in a new user and mount namespace; `$REWIND` is the binary
+/// (with `REWIND_HOME` set), `$WS` the workspace.
+fn in_mount_ns(env: &Env, script: &str) -> Output {
+    let o = Command::new("unshare")
+        .args(["-rm", "sh", "-ec", script])
+        .env("REWIND", env!("CARGO_BIN_EXE_rewind"))
+        .env("REWIND_HOME", env.home.path())
+        .env("WS", env.root())
+        .env_remove("REWIND_SESSION")
+        .env_remove("REWIND_FAILPOINT")
+        .output()
+        .expect("unshare (util-linux) runs");
+    o
+}
+
+/// The files and directories under the workspace with size, mode and mtime, one per line:
+/// what "unchanged" is checked against.
+const LISTING: &str = r#"find "$WS" -printf '%P %y %s %m %T@\n' | sort"#;
+
+/// The same without times: what a rollback restores (it cannot give a directory back the
+/// mtime it had before entries were removed from it and put back).
+const CONTENT: &str = r#"find "$WS" -printf '%P %y %s %m\n' | sort"#;
+
+fn status_json(env: &Env) -> serde_json::Value {
+    json(env, "A", &["status"], 0)
+}
+
+fn unfinished(env: &Env) -> usize {
+    status_json(env)["unfinished_restores"]
+        .as_array()
+        .map_or(0, Vec::len)
+}
+
+/// Flipped bytes in every pack: the restore needs content it cannot read, says which (exit 7),
+/// and writes nothing: every file's and directory's mtime is as it was.
+#[test]
+fn damaged_objects_refuse_the_restore_before_anything_is_written() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "big.bin", &noise(1, 300_000));
+    write(root, "dir/small.txt", b"small\n");
+    init(&env);
+    checkpoint(&env, "A", "m0");
+    sh(
+        &env,
+        "A",
+        "head -c 300000 /dev/urandom > big.bin; rm -r dir; echo new > new.txt",
+    );
+    for pack in env.packs() {
+        let mut bytes = std::fs::read(&pack).unwrap();
+        let mid = bytes.len() / 2;
+        for b in &mut bytes[mid..mid + 64] {
+            *b ^= 0xff;
+        }
+        std::fs::write(&pack, bytes).unwrap();
+    }
+    tick();
+    let before = read_tree_mtimes(root);
+    let o = run_s(&env, "A", &["restore", "m0"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("big.bin") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(
+        read_tree_mtimes(root),
+        before,
+        "a refused restore touches nothing"
+    );
+    // The dry run says the same, with the same code.
+    let o = run_s(&env, "A", &["restore", "m0", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+/// A directory the (unprivileged) user may not write: refused with the path and the OS error,
+/// nothing changed, nothing for the next command to finish.
+#[test]
+fn a_directory_the_user_may_not_write_refuses_the_restore_whole() {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        panic!("this test drops to an unprivileged uid and must start as root (CI does)");
+    }
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a0\n");
+    write(root, "locked/f.txt", b"f0\n");
+    // Everything belongs to `nobody`, who runs every command below.
+    let nobody = 65534;
+    for dir in [env.home.path(), root] {
+        Command::new("chown")
+            .args(["-R", &format!("{nobody}:{nobody}")])
+            .arg(dir)
+            .status()
+            .unwrap();
+    }
+    let run = |args: &[&str]| -> Output {
+        use std::os::unix::process::CommandExt;
+        let mut all = vec!["-s", "A"];
+        all.extend_from_slice(args);
+        env.cmd(&all)
+            .current_dir(root)
+            .uid(nobody)
+            .gid(nobody)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&["init"]).status.code(), Some(0));
+    assert_eq!(
+        run(&["checkpoint", "--message", "m0"]).status.code(),
+        Some(0)
+    );
+    let o = run(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "echo a1 > a.txt; echo f1 > locked/f.txt",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    std::fs::set_permissions(root.join("locked"), PermissionsExt::from_mode(0o555)).unwrap();
+    tick();
+    let before = read_tree_mtimes(root);
+    let o = run(&["restore", "m0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("locked/f.txt") && err.contains("Permission denied"),
+        "{err}"
+    );
+    assert_eq!(read_tree_mtimes(root), before, "nothing changed");
+    let o = run(&["--json", "status"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["unfinished_restores"].as_array().map_or(0, Vec::len),
+        0,
+        "{v}"
+    );
+    assert_eq!(
+        read_tree_mtimes(root),
+        before,
+        "the next command did not complete it"
+    );
+    // With the permission back, the same restore goes through.
+    std::fs::set_permissions(root.join("locked"), PermissionsExt::from_mode(0o755)).unwrap();
+    assert_eq!(run(&["restore", "m0"]).status.code(), Some(0));
+    assert_eq!(read_str(root, "a.txt"), "a0\n");
+    assert_eq!(read_str(root, "locked/f.txt"), "f0\n");
+}
+
+/// A read-only mount inside the workspace: refused (EROFS) before the first write.
+#[test]
+fn a_read_only_mount_refuses_the_restore_whole() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a0\n");
+    write(root, "ro/f.txt", b"f0\n");
+    init(&env);
+    checkpoint(&env, "A", "m0");
+    sh(&env, "A", "echo a1 > a.txt; echo f1 > ro/f.txt");
+    let o = in_mount_ns(
+        &env,
+        &format!(
+            r#"mount --bind "$WS/ro" "$WS/ro"; mount -o remount,ro,bind "$WS/ro"
+            {LISTING} > "$WS.before"
+            set +e; "$REWIND" -C "$WS" -s A restore m0 2> "$WS.err"; echo "code=$?"; set -e
+            {LISTING} > "$WS.after"
+            cmp "$WS.before" "$WS.after" && echo same || diff "$WS.before" "$WS.after"
+            "#
+        ),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = std::fs::read_to_string(root.with_extension("err")).unwrap();
+    assert!(out.contains("code=1"), "{}\n{err}", text(&o));
+    assert!(out.contains("same"), "the tree changed: {}", text(&o));
+    assert!(
+        err.contains("ro/f.txt") && err.contains("Read-only file system"),
+        "{err}"
+    );
+    assert_eq!(read_str(root, "a.txt"), "a1\n", "nothing was restored");
+    assert_eq!(unfinished(&env), 0);
+}
+
+/// A full file system: refused before the first write, naming the shortfall.
+#[test]
+fn a_full_file_system_refuses_the_restore_whole() {
+    let env = Env::new();
+    let o = in_mount_ns(
+        &env,
+        &format!(
+            r#"mount -t tmpfs -o size=4M none "$WS"
+            head -c 1500000 /dev/urandom > "$WS/a.bin"; echo keep > "$WS/k.txt"
+            "$REWIND" -C "$WS" init > /dev/null
+            "$REWIND" -C "$WS" -s A checkpoint --message m0 > /dev/null
+            "$REWIND" -C "$WS" -s A exec -- rm a.bin
+            head -c 3000000 /dev/zero > "$WS/filler"
+            {LISTING} > "$WS.before"
+            set +e; "$REWIND" -C "$WS" -s A restore m0; echo "code=$?"; set -e
+            {LISTING} > "$WS.after"
+            cmp "$WS.before" "$WS.after" && echo same
+            find "$WS" -name '.rewind-tmp*' | grep -q . || echo no-temp-files
+            "#
+        ),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(out.contains("code=1"), "{}", text(&o));
+    assert!(
+        out.contains("same") && out.contains("no-temp-files"),
+        "{}",
+        text(&o)
+    );
+    assert!(err.contains("not enough free space"), "{err}");
+}
+
+/// The session made `m/`, `y.txt` and `z.txt`; the user then mounts something on `m`. The
+/// restore removes `z.txt` and `y.txt`, then fails on `m` (EBUSY): it puts both back, exits 1
+/// naming `m`, records nothing, and the next command has nothing to finish.
+#[test]
+fn a_failure_part_way_rolls_back_what_was_applied() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a0\n");
+    init(&env);
+    checkpoint(&env, "A", "m0");
+    sh(&env, "A", "mkdir m; echo y > y.txt; echo z > z.txt");
+    let log_before = json(&env, "A", &["log"], 0);
+    let o = in_mount_ns(
+        &env,
+        &format!(
+            r#"mount -t tmpfs -o mode=755 none "$WS/m"
+            {CONTENT} | grep -v '^m ' > "$WS.before"
+            set +e; "$REWIND" -C "$WS" -s A restore m0; echo "code=$?"; set -e
+            {CONTENT} | grep -v '^m ' > "$WS.after"
+            cmp "$WS.before" "$WS.after" && echo same
+            "#
+        ),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(out.contains("code=1"), "{}", text(&o));
+    assert!(err.contains("rolled back") && err.contains("busy"), "{err}");
+    assert!(out.contains("same"), "{}", text(&o));
+    assert_eq!(read_str(root, "y.txt"), "y\n");
+    assert_eq!(read_str(root, "z.txt"), "z\n");
+    assert_eq!(unfinished(&env), 0);
+    assert_eq!(
+        json(&env, "A", &["log"], 0),
+        log_before,
+        "no restore epoch recorded"
+    );
+    fsck_clean(&env);
+    // Without the mount in the way, the same restore goes through.
+    expect(&env, "A", &["restore", "m0"], 0);
+    assert!(!root.join("m").exists() && !root.join("y.txt").exists());
+}
+
+/// As above, killed (SIGKILL at a failpoint) after the rollback put back its first step: the
+/// next command finishes the rollback (never the restore), and the tree is as before.
+#[test]
+fn sigkill_during_the_rollback_is_finished_by_the_next_command() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a0\n");
+    init(&env);
+    checkpoint(&env, "A", "m0");
+    sh(&env, "A", "mkdir m; echo y > y.txt; echo z > z.txt");
+    let o = in_mount_ns(
+        &env,
+        r#"mount -t tmpfs -o mode=755 none "$WS/m"
+        set +e
+        REWIND_FAILPOINT=restore-rollback-after-step "$REWIND" -C "$WS" -s A restore m0
+        echo "code=$?"
+        ls "$WS" | tr '\n' ' '; echo
+        "$REWIND" -C "$WS" -s A --json status | tr -d ' \n' | grep -o '"unfinished_restores":\[[^]]*\]'
+        "$REWIND" -C "$WS" -s B checkpoint --message next > /dev/null
+        "#,
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("code=137"), "killed: {}", text(&o));
+    // Killed half-way through the rollback: one of the two removed files is back.
+    let listing = out.lines().find(|l| l.contains("a.txt")).unwrap();
+    assert_eq!(
+        listing.contains("y.txt") as u8 + listing.contains("z.txt") as u8,
+        1,
+        "{listing}"
+    );
+    // Until then, status lists the unfinished restore.
+    assert!(
+        out.contains(r#""unfinished_restores":[""#),
+        "listed: {}",
+        text(&o)
+    );
+    // The next mutating command (a checkpoint of another session, run inside) finished the
+    // rollback.
+    assert_eq!(read_str(root, "y.txt"), "y\n");
+    assert_eq!(read_str(root, "z.txt"), "z\n");
+    assert_eq!(read_str(root, "a.txt"), "a0\n");
+    assert_eq!(unfinished(&env), 0);
+    fsck_clean(&env);
+}
