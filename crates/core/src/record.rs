@@ -340,16 +340,23 @@ impl Workspace {
         let previous_ns = oplog::latest_snapshot_ns(&self.db())?.unwrap_or(i64::MAX);
         let mut seen_before: Option<(HashSet<u64>, HashSet<ObjectId>)> = None;
         let mut captured_before = |now: &crate::state::StatEntry| {
+            let captured = |kind: EntryKind| kind != EntryKind::Uncovered;
             let (inos, ids) = seen_before.get_or_insert_with(|| {
-                let inos = old.dirs.values().flatten().map(|e| e.ino).collect();
+                let inos = old
+                    .dirs
+                    .values()
+                    .flatten()
+                    .filter(|e| captured(e.kind))
+                    .map(|e| e.ino)
+                    .collect();
                 // Without a cache, the baseline tree's contents stand in for its inodes.
                 let ids = baseline
                     .iter()
-                    .flat_map(|b| b.values().map(|e| e.id))
+                    .flat_map(|b| b.values().filter(|e| captured(e.kind)).map(|e| e.id))
                     .collect();
                 (inos, ids)
             });
-            inos.contains(&now.ino) || ids.contains(&now.id)
+            captured(now.kind) && (inos.contains(&now.ino) || ids.contains(&now.id))
         };
         for (path, cached) in candidates {
             if pending.contains(&path) {

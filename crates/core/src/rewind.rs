@@ -376,6 +376,15 @@ impl Workspace {
             if same(&current, &target) {
                 continue;
             }
+            if current.is_some_and(|c| c.kind == EntryKind::Uncovered) {
+                // What is there now was never stored (over the size cap, unreadable): writing
+                // over it or removing it would lose it for good, forced or not.
+                out.skipped.push(Skipped {
+                    path,
+                    reason: "left as it is: its current content is not captured".into(),
+                });
+                continue;
+            }
             if same(&current, &expected) {
                 out.steps.push(Change {
                     path,
@@ -383,13 +392,6 @@ impl Workspace {
                     after: target,
                 });
             } else if opts.force {
-                if current.is_some_and(|c| c.kind == EntryKind::Uncovered) {
-                    out.skipped.push(Skipped {
-                        path,
-                        reason: "left as it is: its current content is not captured".into(),
-                    });
-                    continue;
-                }
                 out.conflicts.push(self.conflict(&path, expected, current)?);
                 out.steps.push(Change {
                     path,

@@ -63,7 +63,7 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
     let out = Mutex::new(HashMap::new());
     let warn = Mutex::new(warnings);
     rayon::scope(|s| {
-        walk_dir(s, root, Vec::new(), rules, old, opts, &out, &warn);
+        walk_dir(s, root, Vec::new(), rules, false, old, opts, &out, &warn);
     });
     let mut dirs = out.into_inner().unwrap();
     if opts.dirty.is_some() {
@@ -95,6 +95,9 @@ fn walk_dir<'s>(
     root: &'s Path,
     rel: Vec<u8>,
     rules: Option<Arc<Rules>>,
+    // Inside an ignored directory that is walked because it was captured before: only what
+    // was captured before is captured.
+    under_ignored: bool,
     old: &'s State,
     opts: &'s WalkOptions<'s>,
     out: &'s Mutex<HashMap<Vec<u8>, Vec<Found>>>,
@@ -116,8 +119,14 @@ fn walk_dir<'s>(
                 let child = relpath::join(&rel, &f.stat.name);
                 if f.stat.kind == EntryKind::Dir && dirty.enters(&child) {
                     let child_rules = rules.clone();
+                    // (Whether the child is ignored is known only from its parent's walk:
+                    // conservatively, its own ignored entries stay out unless captured.)
+                    let ignored = under_ignored
+                        || child_rules
+                            .as_ref()
+                            .is_some_and(|r| r.is_ignored(&relpath::to_path(root, &child), true));
                     scope.spawn(move |s| {
-                        walk_dir(s, root, child, child_rules, old, opts, out, warn)
+                        walk_dir(s, root, child, child_rules, ignored, old, opts, out, warn)
                     });
                 }
             }
@@ -129,6 +138,8 @@ fn walk_dir<'s>(
         }
     }
     let mut found = Vec::new();
+    // Captured directories walked although ignored now (see below).
+    let mut ignored_dirs: Vec<Vec<u8>> = Vec::new();
     let needs_path = rules.as_ref().is_some_and(|r| r.has_matchers());
     if let Some(w) = opts.watch {
         w.watch(&abs, &rel);
@@ -187,10 +198,13 @@ fn walk_dir<'s>(
             }
         };
         let ft = meta.file_type();
-        if let (Some(r), Some(path)) = (&rules, &path) {
-            if r.is_ignored(path, ft.is_dir()) {
-                continue;
-            }
+        // As in git, ignore rules apply to what is not captured yet: a path captured before
+        // (in the cache, with its content) stays captured whatever the ignore files say now,
+        // so an agent cannot switch recording off by writing `*` into `.gitignore`.
+        let ignored = under_ignored
+            || matches!((&rules, &path), (Some(r), Some(path)) if r.is_ignored(path, ft.is_dir()));
+        if ignored && !was_captured(cached, &name) {
+            continue;
         }
         if let Some(p) = opts.progress {
             p.entries_seen.fetch_add(1, Ordering::Relaxed);
@@ -231,6 +245,9 @@ fn walk_dir<'s>(
             known: false,
             uncovered: None,
         });
+        if ignored && kind == EntryKind::Dir {
+            ignored_dirs.push(found.last().expect("just pushed").stat.name.clone());
+        }
     }
     found.sort_by(|a, b| a.stat.name.cmp(&b.stat.name));
     // Merge-join with the cache: a file whose stat matches and is not racy keeps its id.
@@ -265,13 +282,24 @@ fn walk_dir<'s>(
                 }
             }
             let child_rules = rules.clone();
-            scope.spawn(move |s| walk_dir(s, root, child, child_rules, old, opts, out, warn));
+            let ignored = ignored_dirs.contains(&f.stat.name);
+            scope.spawn(move |s| {
+                walk_dir(s, root, child, child_rules, ignored, old, opts, out, warn)
+            });
         }
     }
     if !local_warn.is_empty() {
         warn.lock().unwrap().extend(local_warn);
     }
     out.lock().unwrap().insert(rel, found);
+}
+
+/// Whether the cache (the previous capture) holds `name` with its content: a path that
+/// stays captured even if the ignore rules now match it.
+fn was_captured(cached: &[StatEntry], name: &[u8]) -> bool {
+    cached
+        .binary_search_by(|c| c.name.as_slice().cmp(name))
+        .is_ok_and(|i| cached[i].kind != EntryKind::Uncovered)
 }
 
 /// Cached entries, vouched for as they are.

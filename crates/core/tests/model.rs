@@ -32,6 +32,11 @@ const N: usize = 4;
 const PATHS: [&str; N] = ["p0", "p1", "p2", "p3"];
 const CONTENTS: [&[u8]; 3] = [b"a", b"bb", b"a\n"];
 const SESSIONS: [&str; 2] = ["A", "B"];
+/// Files whose bytes Rewind has never stored when the run starts: `u` is ignored (by
+/// `.git/info/exclude`), `big` is over the size cap (4 bytes, in the home's config). `Rules`
+/// ops un-ignore and re-ignore `u` and raise and lower the cap, between epochs or inside one.
+/// Nothing ever writes them: after every operation both must still hold their bytes.
+const UNCAPTURED: [(&str, &[u8]); 2] = [("u", b"never-captured secret\n"), ("big", b"BIGGER")];
 
 /// A path's state: absent, or (content index, executable).
 type Val = Option<(u8, bool)>;
@@ -70,6 +75,13 @@ enum Op {
     },
     Checkpoint {
         s: usize,
+    },
+    /// Ignore rules and the size cap change: by the user between epochs (`within: None`) or
+    /// inside an opaque epoch of a session (an agent's command editing them).
+    Rules {
+        within: Option<usize>,
+        ignore_u: bool,
+        cap_big: bool,
     },
     /// Restore S to one of its checkpoints (index modulo their number).
     Restore {
@@ -131,6 +143,8 @@ fn op(with_all: bool) -> impl Strategy<Value = Op> {
         5 => (s.clone(), writes()).prop_map(|(s, writes)| Op::Opaque { s, writes }),
         3 => writes().prop_map(|writes| Op::External { writes }),
         3 => s.clone().prop_map(|s| Op::Checkpoint { s }),
+        2 => (prop::option::of(s.clone()), any::<bool>(), any::<bool>())
+            .prop_map(|(within, ignore_u, cap_big)| Op::Rules { within, ignore_u, cap_big }),
         4 => (s.clone(), any::<usize>(), prop::bool::weighted(0.25))
             .prop_map(|(s, pick, force)| Op::Restore { s, pick, force }),
         2 => (s.clone(), any::<usize>(), prop::bool::weighted(0.25))
@@ -269,6 +283,41 @@ impl Model {
     }
 }
 
+fn is_uncaptured(p: &[u8]) -> bool {
+    UNCAPTURED.iter().any(|(name, _)| name.as_bytes() == p)
+}
+
+/// Writes the ignore rule and the size cap: `u` ignored or not, `big` over the cap or not.
+fn write_rules(root: &std::path::Path, home: &std::path::Path, ignore_u: bool, cap_big: bool) {
+    let exclude = if ignore_u { "u\n" } else { "" };
+    std::fs::write(root.join(".git/info/exclude"), exclude).unwrap();
+    let cap = if cap_big { "4" } else { "1048576" };
+    std::fs::write(
+        home.join("config.toml"),
+        format!("[capture]\nmax_file_size = {cap}\n"),
+    )
+    .unwrap();
+}
+
+/// No restore or undo touches a file whose bytes Rewind never had (checked before anything
+/// maps the outcome's paths to the model's).
+fn untouched(out: &RewindOutcome, ctx: &str) -> Result<(), TestCaseError> {
+    for s in &out.steps {
+        prop_assert!(
+            !is_uncaptured(&s.path),
+            "{}: a step writes {}",
+            ctx,
+            String::from_utf8_lossy(&s.path)
+        );
+    }
+    Ok(())
+}
+
+/// The changes of the model's paths (an epoch may also record `u` or `big` appearing).
+fn model_changes(changes: &[rewind_core::Change]) -> impl Iterator<Item = &rewind_core::Change> {
+    changes.iter().filter(|c| !is_uncaptured(&c.path))
+}
+
 fn path_index(p: &[u8]) -> usize {
     PATHS
         .iter()
@@ -304,7 +353,12 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     for i in 0..N {
         write_disk(&root, i, Some(((i % CONTENTS.len()) as u8, false)));
     }
-    let ws = env.open();
+    std::fs::create_dir_all(root.join(".git/info")).unwrap();
+    for (name, bytes) in UNCAPTURED {
+        std::fs::write(root.join(name), bytes).unwrap();
+    }
+    write_rules(&root, env.home.path(), true, true);
+    let mut ws = env.open();
     ws.snapshot("base", None).unwrap();
     let mut m = Model {
         files: read_disk(&root),
@@ -343,9 +397,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     .filter(|i| pre[*i] != m.files[*i])
                     .map(|i| (i, pre[i], m.files[i]))
                     .collect();
-                let mut got: Vec<usize> = settled
-                    .changes
-                    .iter()
+                let mut got: Vec<usize> = model_changes(&settled.changes)
                     .map(|c| path_index(&c.path))
                     .collect();
                 got.sort();
@@ -452,9 +504,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     .filter(|i| pre[*i] != m.files[*i])
                     .map(|i| (i, pre[i], m.files[i]))
                     .collect();
-                let mut got: Vec<usize> = settled
-                    .changes
-                    .iter()
+                let mut got: Vec<usize> = model_changes(&settled.changes)
                     .map(|c| path_index(&c.path))
                     .collect();
                 got.sort();
@@ -477,6 +527,35 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                         m.files[i] = *v;
                     }
                 }
+            }
+            Op::Rules {
+                within,
+                ignore_u,
+                cap_big,
+            } => {
+                match within {
+                    None => write_rules(&root, env.home.path(), *ignore_u, *cap_big),
+                    Some(s) => {
+                        let spec = EpochSpec {
+                            tool: Some("bash".into()),
+                            tool_call: Some(format!("call-{step}")),
+                            paths: Vec::new(),
+                            process_owned: true,
+                            note: None,
+                        };
+                        let row = ws.begin_epoch(SESSIONS[*s], &spec).unwrap();
+                        write_rules(&root, env.home.path(), *ignore_u, *cap_big);
+                        let settled = ws.end_epoch(SESSIONS[*s], Some(&row.id), false).unwrap();
+                        prop_assert_eq!(model_changes(&settled.changes).count(), 0, "{}", ctx);
+                        m.epochs.push(Epoch {
+                            session: *s,
+                            id: row.id,
+                            changes: Vec::new(),
+                        });
+                    }
+                }
+                // The size cap is configuration: read when a workspace is opened.
+                ws = env.open();
             }
             Op::Checkpoint { s } => {
                 msg += 1;
@@ -523,6 +602,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     ..Default::default()
                 };
                 let out = ws.restore(SESSIONS[*s], &target, &o).unwrap();
+                untouched(&out, &ctx)?;
                 let steps: Vec<_> = (0..N)
                     .filter(|i| m.files[*i] != cp.files[*i])
                     .map(|i| (i, m.files[i], cp.files[i]))
@@ -549,10 +629,12 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     .map(|&(p, pre, post)| (p, pre, post))
                     .collect();
                 let dry = ws.undo(SESSIONS[*s], None, &opts(*force, true)).unwrap();
+                untouched(&dry, &ctx)?;
                 let (want_dry, _) = m.rewind(*s, changes.clone(), *force, true);
                 prop_assert_eq!(observed(&dry), want_dry, "{}: dry run", ctx);
                 prop_assert_eq!(read_disk(&root), m.files, "{}: the dry run wrote", ctx);
                 let out = ws.undo(SESSIONS[*s], None, &opts(*force, false)).unwrap();
+                untouched(&out, &ctx)?;
                 let (want, steps) = m.rewind(*s, changes, *force, false);
                 prop_assert_eq!(observed(&out), want, "{}: undo", ctx);
                 dry_run_told_the_truth(&ws, &dry, &out, &ctx)?;
@@ -566,6 +648,16 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             }
         }
         prop_assert_eq!(read_disk(&root), m.files, "{}: disk vs model", ctx);
+        for (name, bytes) in UNCAPTURED {
+            let now = std::fs::read(root.join(name)).ok();
+            prop_assert_eq!(
+                now.as_deref(),
+                Some(bytes),
+                "{}: {} lost its bytes",
+                ctx,
+                name
+            );
+        }
     }
     let (report, lost) = ws.fsck().unwrap();
     prop_assert!(report.problems.is_empty() && lost.is_empty(), "fsck");
@@ -632,9 +724,7 @@ fn check_recorded(
     want: &[(usize, Val, Val)],
     ctx: &str,
 ) -> Result<(), TestCaseError> {
-    let mut got: Vec<(usize, Val, Val)> = settled
-        .changes
-        .iter()
+    let mut got: Vec<(usize, Val, Val)> = model_changes(&settled.changes)
         .map(|c| (path_index(&c.path), val_of(&c.before), val_of(&c.after)))
         .collect();
     got.sort();
@@ -664,12 +754,14 @@ fn restore_both(
 ) -> Result<(), TestCaseError> {
     let root = ws.root().to_path_buf();
     let dry = ws.restore(SESSIONS[s], target, &opts(force, true)).unwrap();
+    untouched(&dry, ctx)?;
     let (want_dry, _) = m.rewind(s, changes.clone(), force, true);
     prop_assert_eq!(observed(&dry), want_dry, "{}: dry run", ctx);
     prop_assert_eq!(read_disk(&root), m.files, "{}: the dry run wrote", ctx);
     let out = ws
         .restore(SESSIONS[s], target, &opts(force, false))
         .unwrap();
+    untouched(&out, ctx)?;
     let (want, steps) = m.rewind(s, changes, force, false);
     prop_assert_eq!(observed(&out), want, "{}: restore", ctx);
     dry_run_told_the_truth(ws, &dry, &out, ctx)?;
