@@ -4,6 +4,8 @@
 mod common;
 mod rewind_util;
 
+use std::process::Command;
+
 use common::{text, Env};
 use rewind_util::*;
 
@@ -19,7 +21,11 @@ fn ignore_rules_cannot_switch_recording_off() {
     init(&env);
     checkpoint(&env, "A", "m0");
     sh(&env, "A", "echo '*' > .gitignore");
-    sh(&env, "A", "echo 'fn evil() {}' > src/lib.rs; echo new > src/new.rs");
+    sh(
+        &env,
+        "A",
+        "echo 'fn evil() {}' > src/lib.rs; echo new > src/new.rs",
+    );
     let log = json(&env, "A", &["log", "--limit", "1"], 0);
     assert_eq!(log["items"][0]["changes"], 1, "the edit is recorded: {log}");
     let v = json(&env, "A", &["restore", "m0"], 0);
@@ -27,7 +33,11 @@ fn ignore_rules_cannot_switch_recording_off() {
     assert!(paths.contains(&"src/lib.rs".to_string()), "{v}");
     assert_eq!(read_str(root, "src/lib.rs"), "fn a() {}\n");
     assert_eq!(read_str(root, ".gitignore"), "target/\n");
-    assert_eq!(read_str(root, "src/new.rs"), "new\n", "never captured, never deleted");
+    assert_eq!(
+        read_str(root, "src/new.rs"),
+        "new\n",
+        "never captured, never deleted"
+    );
 }
 
 /// An epoch made a file bigger than the size cap (its new content is not stored); the user
@@ -54,4 +64,164 @@ fn a_file_whose_current_content_is_uncaptured_is_not_overwritten() {
         assert_eq!(v["skipped"][0]["path"], "log.txt", "{v}");
         assert_eq!(read(root, "log.txt"), vec![b'y'; 4096], "force={force}");
     }
+}
+
+/// `epoch begin --path DIR` declares the directory's whole subtree: `rm -rf DIR` inside the
+/// epoch is recorded file by file with every file's bytes (a user's edit made just before
+/// included), what the tool creates inside it is recorded too, and `undo` puts it all back.
+#[test]
+fn an_exact_epoch_on_a_directory_keeps_every_file_below_it() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "src/a.rs", b"a0\n");
+    write(root, "src/sub/b.rs", b"b0\n");
+    init(&env);
+    write(root, "src/a.rs", b"the user's edit\n");
+    let e = ok(&env, "A", &["epoch", "begin", "--tool", "bash", "--path", "src"]);
+    std::fs::remove_dir_all(root.join("src")).unwrap();
+    write(root, "src/c.rs", b"new\n");
+    expect(&env, "A", &["epoch", "end"], 0);
+    let shown = json(&env, "A", &["show", &e], 0);
+    let mut paths: Vec<&str> = shown["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(paths, ["src/a.rs", "src/c.rs", "src/sub", "src/sub/b.rs"], "{shown}");
+    expect(&env, "A", &["undo"], 0);
+    assert_eq!(read_str(root, "src/a.rs"), "the user's edit\n");
+    assert_eq!(read_str(root, "src/sub/b.rs"), "b0\n");
+    assert!(!root.join("src/c.rs").exists());
+}
+
+/// The one workspace state directory under the test's REWIND_HOME.
+fn state_dir(env: &Env) -> std::path::PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir(env.home.path().join("workspaces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1);
+    dirs.pop().unwrap()
+}
+
+/// With the op log (meta.sqlite and its WAL) deleted, no command starts a fresh, empty history:
+/// each says the op log is missing (exit 7), what to do, and changes nothing.
+#[test]
+fn a_missing_op_log_is_named_never_a_fresh_start() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a0\n");
+    init(&env);
+    checkpoint(&env, "A", "m0");
+    sh(&env, "A", "echo a1 > a.txt");
+    let dir = state_dir(&env);
+    for f in ["meta.sqlite", "meta.sqlite-wal", "meta.sqlite-shm"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    let before = read_tree(root);
+    for args in [
+        &["status"][..],
+        &["log"],
+        &["checkpoint", "--message", "m1"],
+        &["exec", "--", "sh", "-c", "echo a2 > a.txt"],
+        &["restore", "m0"],
+    ] {
+        let o = run_s(&env, "A", args);
+        assert_eq!(o.status.code(), Some(7), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("op log") && err.contains("is missing"),
+            "{err}"
+        );
+        assert!(err.contains("rewind init"), "says what to do: {err}");
+    }
+    assert_eq!(read_tree(root), before, "nothing ran, nothing changed");
+    assert!(
+        !dir.join("meta.sqlite").exists(),
+        "no fresh op log was made"
+    );
+}
+
+/// With pack files deleted, capture no longer trusts its cache that the content is stored:
+/// `exec` and `checkpoint` refuse (exit 7) before recording anything (the command does not
+/// run), and `fsck` names the checkpoint that lost content and its path.
+#[test]
+fn missing_packs_stop_recording_and_fsck_names_the_checkpoints() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "big.bin", &common::noise(7, 300_000));
+    write(root, "small.txt", b"s\n");
+    init(&env);
+    let m0 = checkpoint(&env, "A", "m0");
+    let packs = env.packs();
+    assert!(!packs.is_empty(), "the big file is in a pack");
+    for p in packs {
+        std::fs::remove_file(p).unwrap();
+    }
+    let log_before = json(&env, "A", &["log"], 0);
+    let o = run_s(&env, "A", &["exec", "--", "sh", "-c", "echo ran > ran.txt"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("pack file(s)"),
+        "{}",
+        text(&o)
+    );
+    assert!(!root.join("ran.txt").exists(), "the command did not run");
+    let o = run_s(&env, "A", &["checkpoint", "--message", "m1"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert_eq!(
+        json(&env, "A", &["log"], 0),
+        log_before,
+        "nothing was recorded"
+    );
+    let o = run_s(&env, "A", &["fsck"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // (Its tree was in the same pack as the file: the whole checkpoint is named.)
+    assert!(
+        all.contains(&format!("checkpoint {m0} (message m0)"))
+            && all.contains("cannot be restored"),
+        "{all}"
+    );
+}
+
+/// A workspace inside the state directory is refused (exit 1, naming both), as is the state
+/// directory inside the workspace: Rewind never records or restores its own state.
+#[test]
+fn a_workspace_and_the_state_directory_never_overlap() {
+    let env = Env::new();
+    let inside = env.home.path().join("ws");
+    std::fs::create_dir_all(&inside).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rewind"))
+        .env("REWIND_HOME", env.home.path())
+        .arg("-C")
+        .arg(&inside)
+        .arg("init")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("inside the state directory"),
+        "{}",
+        text(&o)
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_rewind"))
+        .env("REWIND_HOME", env.root().join("state"))
+        .arg("-C")
+        .arg(env.root())
+        .arg("init")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is inside the workspace"),
+        "{}",
+        text(&o)
+    );
 }

@@ -142,6 +142,38 @@ pub(crate) fn disk_entry(
     }
 }
 
+fn io_error(op: &'static str, rel: &[u8], e: std::io::Error) -> Error {
+    Error::Io {
+        op,
+        path: relpath::display(rel).into(),
+        source: e,
+    }
+}
+
+/// Every path below directory `dir` (not `dir` itself), without following symlinks and without
+/// entering `.git` or Rewind's temporary files; parents before children.
+pub(crate) fn subtree(root: &RootDir, dir: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_vec()];
+    while let Some(d) = todo.pop() {
+        let mut names = root.list_dir(&d).map_err(|e| io_error("listing", &d, e))?;
+        names.sort();
+        for name in names {
+            if crate::scan::NEVER_CAPTURED.contains(&name.as_slice())
+                || name.starts_with(crate::fsops::TEMP_PREFIX.as_bytes())
+            {
+                continue;
+            }
+            let p = relpath::join(&d, &name);
+            if let Present::Dir { .. } = root.lstat(&p).map_err(|e| io_error("inspecting", &p, e))? {
+                todo.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
 /// Whether what is at `rel` now was already there when a capture started at `ns` (coarse
 /// clock, ns since the Unix epoch), judged by its birth time: a path that capture did not list
 /// although it existed then was invisible to it (ignored, in an unreadable directory), so its
@@ -605,7 +637,25 @@ impl Workspace {
         // tool that writes new/dir/f.txt creates new/ and new/dir/, and rewinding the epoch must
         // remove them again (the guarded tools declare the directories they create the same
         // way). Looked at under the lock, so what is absent now is what the tool will create.
-        let mut spec = spec.clone();
+        // A declared directory declares its whole subtree: every file's preimage is stored
+        // now, so `rm -rf dir` inside the epoch is recorded file by file, bytes and all (what
+        // is created inside it is found at settle).
+        let root = self.rootdir()?;
+        let mut paths = Vec::new();
+        for p in &spec.paths {
+            relpath::check(p)?;
+            paths.push(p.clone());
+            if let Present::Dir { .. } = root.lstat(p).map_err(|e| io_error("inspecting", p, e))? {
+                paths.extend(subtree(&root, p)?);
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        let spec = EpochSpec {
+            paths,
+            ..spec.clone()
+        };
+        let mut spec = spec;
         spec.paths = self.with_missing_parents(&spec.paths)?;
         self.begin_epoch_locked(session, &spec, opaque_lock)
     }
@@ -704,6 +754,7 @@ impl Workspace {
             self.save_and_keep_state(found)?;
             crate::trace::phase("epoch begin: state saved");
         } else {
+            self.check_store()?;
             let root = self.rootdir()?;
             let writer = self.store().writer()?;
             let max = self.config().capture.max_file_size();
@@ -821,7 +872,33 @@ impl Workspace {
                 let root = self.rootdir()?;
                 let writer = self.store().writer()?;
                 let max = self.config().capture.max_file_size();
-                let pending = oplog::epoch_changes(&self.db(), &epoch.id)?;
+                let mut pending = oplog::epoch_changes(&self.db(), &epoch.id)?;
+                // What was created inside a declared path that is a directory now is this
+                // epoch's change too (its preimage: absent).
+                let known: HashSet<Vec<u8>> =
+                    pending.iter().map(|r| r.change.path.clone()).collect();
+                let mut created = Vec::new();
+                for r in &pending {
+                    if let Ok(Present::Dir { .. }) = root.lstat(&r.change.path) {
+                        for p in subtree(&root, &r.change.path)? {
+                            if !known.contains(&p) {
+                                created.push(oplog::ChangeRow {
+                                    epoch: epoch.id.clone(),
+                                    pos: epoch.pos,
+                                    change: Change {
+                                        path: p,
+                                        before: None,
+                                        after: None,
+                                    },
+                                    pending: true,
+                                });
+                            }
+                        }
+                    }
+                }
+                created.sort_by(|a, b| a.change.path.cmp(&b.change.path));
+                created.dedup_by(|a, b| a.change.path == b.change.path);
+                pending.extend(created);
                 if recovered {
                     // A guarded write killed before its renames leaves its new contents under
                     // temporary names beside the declared paths: remove those of dead writers.
@@ -1020,6 +1097,7 @@ impl Workspace {
         watch: Option<&crate::watch::Watcher>,
     ) -> Result<Capture, Error> {
         // Nothing to skip: `Workspace::open` refuses a state directory inside the root.
+        self.check_store()?;
         let mut opts = self.capture_options(progress);
         opts.dirty = dirty;
         opts.watch = watch;

@@ -150,6 +150,37 @@ pub(crate) fn now_ns() -> i64 {
         .unwrap_or(0)
 }
 
+/// The paths under tree `id` whose content is in `bad` (or whose tree cannot be read);
+/// trees found clean are remembered in `clean`.
+fn damaged_paths(
+    store: &Store,
+    id: ObjectId,
+    dir: &[u8],
+    bad: &HashSet<ObjectId>,
+    clean: &mut HashSet<ObjectId>,
+    out: &mut Vec<Vec<u8>>,
+) {
+    if id.is_zero() || clean.contains(&id) {
+        return;
+    }
+    let Ok(tree) = store.read_tree(&id) else {
+        out.push(dir.to_vec());
+        return;
+    };
+    let before = out.len();
+    for e in tree.entries() {
+        let path = relpath::join(dir, &e.name);
+        match e.kind {
+            EntryKind::Dir => damaged_paths(store, e.id, &path, bad, clean, out),
+            EntryKind::File | EntryKind::Symlink if bad.contains(&e.id) => out.push(path),
+            _ => {}
+        }
+    }
+    if out.len() == before {
+        clean.insert(id);
+    }
+}
+
 /// A fresh 16-hex-digit id for epochs and checkpoints.
 pub(crate) fn random_hex() -> String {
     let mut buf = [0u8; 8];
@@ -249,8 +280,27 @@ impl Workspace {
                 root.display()
             )));
         }
+        if root.starts_with(&home) {
+            return Err(Error::Workspace(format!(
+                "{} is inside the state directory {}: Rewind never records or restores its own \
+                 state; use a workspace outside it (or set REWIND_HOME elsewhere)",
+                root.display(),
+                home.display()
+            )));
+        }
         let (id, created) = register(&home, &root, &meta, opts.force)?;
         let dir = home.join("workspaces").join(&id);
+        if !created && !dir.join("meta.sqlite").exists() {
+            // Starting a fresh op log here would show an empty history and record changes
+            // against preimages it does not have: the damage is named instead.
+            return Err(Error::Unavailable(format!(
+                "the op log of this workspace ({}) is missing: its history (checkpoints, epochs, \
+                 the index of stored content) is gone. Nothing was changed. To start a new \
+                 history, move {} aside (its packs still hold file contents) and run `rewind init`",
+                dir.join("meta.sqlite").display(),
+                dir.display()
+            )));
+        }
         let config = Config::load(&home, Some(&root))?;
         let store = Store::open(
             &dir.join("packs"),
@@ -427,6 +477,23 @@ impl Workspace {
 
     /// Verifies every object, then that every tree reachable from a recorded snapshot is
     /// readable and everything it refers to is present.
+    /// Before anything is recorded: every pack the index names is on disk. A capture trusts
+    /// the stat cache and the index that a file's content is stored; with a pack gone it would
+    /// record changes whose preimages are lost, and say nothing until a restore fails.
+    pub(crate) fn check_store(&self) -> Result<(), Error> {
+        let gone = self.store.missing_packs()?;
+        if gone.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Unavailable(format!(
+            "the store is damaged: {} pack file(s) the index lists are missing ({}), and the \
+             content in them with them; nothing was recorded. `rewind fsck` names the \
+             checkpoints that lost content (see docs/format.md, \"Damage\")",
+            gone.len(),
+            gone.join(", ")
+        )))
+    }
+
     pub fn fsck(&self) -> Result<(FsckReport, Vec<String>), Error> {
         let report = self.store.fsck()?;
         let mut lost = Vec::new();
@@ -438,9 +505,20 @@ impl Workspace {
             }
         }
         let checkpoints = crate::oplog::checkpoints(&self.db(), None, i64::MAX)?;
-        for c in checkpoints {
+        for c in &checkpoints {
             if !c.root.is_zero() {
                 stack.push((c.root, format!("checkpoint {}", c.id)));
+            }
+        }
+        // What the store found damaged, to name every checkpoint that lost content to it.
+        let mut bad: HashSet<ObjectId> = HashSet::new();
+        for p in &report.problems {
+            match p {
+                rewind_store::FsckProblem::Corrupt { id, .. } => {
+                    bad.insert(*id);
+                }
+                rewind_store::FsckProblem::MissingPack { objects, .. } => bad.extend(objects),
+                rewind_store::FsckProblem::UnreadablePack { .. } => {}
             }
         }
         // Every content an epoch recorded must still be there: it is what a rewind writes.
@@ -494,9 +572,36 @@ impl Workspace {
                     EntryKind::File | EntryKind::Symlink => {
                         if seen.insert(e.id) && !self.store.has(&e.id)? {
                             lost.push(format!("{name}: object {} is missing", e.id));
+                            bad.insert(e.id);
                         }
                     }
                     EntryKind::Uncovered => {}
+                }
+            }
+        }
+        if !bad.is_empty() {
+            // Trees known to hold nothing damaged, shared between checkpoints.
+            let mut clean = HashSet::new();
+            for c in &checkpoints {
+                let mut paths = Vec::new();
+                damaged_paths(&self.store, c.root, b"", &bad, &mut clean, &mut paths);
+                if !paths.is_empty() {
+                    // (An empty path: the checkpoint's own tree is lost, and with it every path.)
+                    let examples: Vec<String> = paths
+                        .iter()
+                        .take(3)
+                        .map(|p| match p.is_empty() {
+                            true => "its whole tree".to_string(),
+                            false => relpath::display(p),
+                        })
+                        .collect();
+                    lost.push(format!(
+                        "checkpoint {} (message {}): {} path(s) cannot be restored, e.g. {}",
+                        c.id,
+                        c.message.as_deref().unwrap_or("-"),
+                        paths.len(),
+                        examples.join(", ")
+                    ));
                 }
             }
         }

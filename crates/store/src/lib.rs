@@ -431,6 +431,20 @@ impl Store {
         }
     }
 
+    /// Packs the index names that are not on disk: every object in them is lost. Cheap (one
+    /// `stat` per pack), so that writers can check before trusting the index's word that an
+    /// object is stored.
+    pub fn missing_packs(&self) -> Result<Vec<String>> {
+        let mut gone: Vec<String> = self
+            .index
+            .pack_names()?
+            .into_iter()
+            .filter(|name| !pack::pack_path(&self.packs_dir, name).exists())
+            .collect();
+        gone.sort();
+        Ok(gone)
+    }
+
     /// Checks every pack and every object. Never modifies anything.
     pub fn fsck(&self) -> Result<FsckReport> {
         fsck::run(self)
