@@ -77,7 +77,11 @@ fn an_exact_epoch_on_a_directory_keeps_every_file_below_it() {
     write(root, "src/sub/b.rs", b"b0\n");
     init(&env);
     write(root, "src/a.rs", b"the user's edit\n");
-    let e = ok(&env, "A", &["epoch", "begin", "--tool", "bash", "--path", "src"]);
+    let e = ok(
+        &env,
+        "A",
+        &["epoch", "begin", "--tool", "bash", "--path", "src"],
+    );
     std::fs::remove_dir_all(root.join("src")).unwrap();
     write(root, "src/c.rs", b"new\n");
     expect(&env, "A", &["epoch", "end"], 0);
@@ -89,7 +93,11 @@ fn an_exact_epoch_on_a_directory_keeps_every_file_below_it() {
         .map(|c| c["path"].as_str().unwrap())
         .collect();
     paths.sort();
-    assert_eq!(paths, ["src/a.rs", "src/c.rs", "src/sub", "src/sub/b.rs"], "{shown}");
+    assert_eq!(
+        paths,
+        ["src/a.rs", "src/c.rs", "src/sub", "src/sub/b.rs"],
+        "{shown}"
+    );
     expect(&env, "A", &["undo"], 0);
     assert_eq!(read_str(root, "src/a.rs"), "the user's edit\n");
     assert_eq!(read_str(root, "src/sub/b.rs"), "b0\n");
@@ -223,5 +231,86 @@ fn a_workspace_and_the_state_directory_never_overlap() {
         String::from_utf8_lossy(&o.stderr).contains("is inside the workspace"),
         "{}",
         text(&o)
+    );
+}
+
+/// `checkpoint --payload-file` refuses a payload over `checkpoint.max_payload_size` with a
+/// message saying the limit and how to raise it (exit 1), reading no more than the limit;
+/// no checkpoint is made. One under the limit is stored.
+#[test]
+fn a_payload_over_the_cap_is_refused() {
+    let env = Env::new();
+    let root = env.root();
+    init(&env);
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[checkpoint]\nmax_payload_size = \"1K\"\n",
+    )
+    .unwrap();
+    let big = env.home.path().join("big.json");
+    std::fs::write(&big, vec![b'x'; 4096]).unwrap();
+    let o = run_s(
+        &env,
+        "A",
+        &[
+            "checkpoint",
+            "--message",
+            "m1",
+            "--payload-file",
+            big.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("checkpoint.max_payload_size") && err.contains("1024"),
+        "{err}"
+    );
+    let log = json(&env, "A", &["log"], 0);
+    assert!(!log.to_string().contains("\"m1\""), "no checkpoint: {log}");
+    let small = env.home.path().join("small.json");
+    std::fs::write(&small, b"{}").unwrap();
+    expect(
+        &env,
+        "A",
+        &[
+            "checkpoint",
+            "--message",
+            "m2",
+            "--payload-file",
+            small.to_str().unwrap(),
+        ],
+        0,
+    );
+    let _ = root;
+}
+
+/// A sparse file (10 MiB with 8 KiB of data) is restored sparse: the same bytes, and about as
+/// few blocks allocated as before, not 10 MiB.
+#[test]
+fn sparse_files_are_restored_with_their_holes() {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    let root = env.root();
+    let path = root.join("disk.img");
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(&[7u8; 4096]).unwrap();
+    f.seek(SeekFrom::Start(5 << 20)).unwrap();
+    f.write_all(&[9u8; 4096]).unwrap();
+    f.set_len(10 << 20).unwrap();
+    drop(f);
+    let allocated = |p: &std::path::Path| std::fs::metadata(p).unwrap().blocks() * 512;
+    assert!(allocated(&path) < 1 << 20, "the file system keeps holes");
+    let bytes = std::fs::read(&path).unwrap();
+    init(&env);
+    checkpoint(&env, "A", "m0");
+    sh(&env, "A", "rm disk.img");
+    expect(&env, "A", &["restore", "m0"], 0);
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert!(
+        allocated(&path) < 1 << 20,
+        "restored sparse: {} bytes allocated",
+        allocated(&path)
     );
 }

@@ -25,6 +25,21 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     #[serde(default)]
     pub retention: RetentionConfig,
+    #[serde(default)]
+    pub checkpoint: CheckpointConfig,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointConfig {
+    /// The largest payload (`checkpoint --payload-file`) a checkpoint stores. Default 64M.
+    pub max_payload_size: Option<Size>,
+}
+
+impl CheckpointConfig {
+    pub fn max_payload_size(&self) -> u64 {
+        self.max_payload_size.map(|s| s.0).unwrap_or(64 << 20)
+    }
 }
 
 /// What happens to paths the ignore rules match.

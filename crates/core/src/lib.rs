@@ -44,7 +44,7 @@ pub use history::LogItem;
 pub use home::rewind_home;
 pub use lock::WorkspaceLock;
 pub use oplog::{CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
-pub use record::{EpochSpec, Settled};
+pub use record::{payload_too_large, EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
 pub use scan::Progress;

@@ -142,6 +142,14 @@ pub(crate) fn disk_entry(
     }
 }
 
+/// A checkpoint payload over `checkpoint.max_payload_size`.
+pub fn payload_too_large(len: u64, cap: u64) -> Error {
+    Error::State(format!(
+        "the payload is {len} bytes or more, over checkpoint.max_payload_size ({cap} bytes); \
+         store less, or raise it in config.toml (for example `[checkpoint]\nmax_payload_size = \"256M\"`)"
+    ))
+}
+
 fn io_error(op: &'static str, rel: &[u8], e: std::io::Error) -> Error {
     Error::Io {
         op,
@@ -165,7 +173,9 @@ pub(crate) fn subtree(root: &RootDir, dir: &[u8]) -> Result<Vec<Vec<u8>>, Error>
                 continue;
             }
             let p = relpath::join(&d, &name);
-            if let Present::Dir { .. } = root.lstat(&p).map_err(|e| io_error("inspecting", &p, e))? {
+            if let Present::Dir { .. } =
+                root.lstat(&p).map_err(|e| io_error("inspecting", &p, e))?
+            {
                 todo.push(p.clone());
             }
             out.push(p);
@@ -1051,6 +1061,10 @@ impl Workspace {
         label: Option<&str>,
         payload: Option<Vec<u8>>,
     ) -> Result<CheckpointRow, Error> {
+        let cap = self.config().checkpoint.max_payload_size();
+        if let Some(p) = payload.as_ref().filter(|p| p.len() as u64 > cap) {
+            return Err(payload_too_large(p.len() as u64, cap));
+        }
         let _lock = self.lock(crate::lock::default_wait(), "checkpoint")?;
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
         self.store().checkpoint_wal_on_close();

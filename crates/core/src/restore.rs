@@ -257,10 +257,11 @@ pub fn apply(
                     }
                     EntryKind::File => {
                         let mut fill = |f: &mut std::fs::File| {
+                            let mut out = SparseWriter::new(f);
                             store
-                                .read_content(&t.id, f)
-                                .map(drop)
-                                .map_err(io::Error::other)
+                                .read_content(&t.id, &mut out)
+                                .map_err(io::Error::other)?;
+                            out.finish()
                         };
                         root.write_file(path, t.mode, opts.durable, &mut fill)
                             .map_err(|e| unwrap_store(e, path))?;
@@ -286,6 +287,53 @@ pub fn apply(
         })?;
     }
     Ok(done)
+}
+
+/// Writes file content leaving every all-zero, block-aligned 4 KiB run as a hole (a seek
+/// instead of a write), so a sparse file (a VM image, a database file) is restored sparse
+/// instead of fully allocated; the size is set at the end, so a trailing hole is kept too.
+/// The bytes read back are the same either way.
+struct SparseWriter<'a> {
+    file: &'a mut std::fs::File,
+    pos: u64,
+}
+
+const HOLE_BLOCK: u64 = 4096;
+
+impl<'a> SparseWriter<'a> {
+    fn new(file: &'a mut std::fs::File) -> Self {
+        SparseWriter { file, pos: 0 }
+    }
+
+    fn finish(self) -> io::Result<()> {
+        self.file.set_len(self.pos)
+    }
+}
+
+impl io::Write for SparseWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        use std::io::{Seek, SeekFrom};
+        // Data between holes goes out in one write; only whole zero blocks are skipped.
+        let (mut done, mut data_from) = (0, 0);
+        while done < buf.len() {
+            let room = (HOLE_BLOCK - (self.pos + done as u64) % HOLE_BLOCK) as usize;
+            let end = (done + room).min(buf.len());
+            let piece = &buf[done..end];
+            if piece.len() as u64 == HOLE_BLOCK && piece.iter().all(|b| *b == 0) {
+                self.file.write_all(&buf[data_from..done])?;
+                self.file.seek(SeekFrom::Current(HOLE_BLOCK as i64))?;
+                data_from = end;
+            }
+            done = end;
+        }
+        self.file.write_all(&buf[data_from..])?;
+        self.pos += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// A store error surfaced through the `io::Error` of a write callback keeps its own type, so a

@@ -43,10 +43,20 @@ struct Out {
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let ws = super::open_workspace(cli, false)?;
     let payload = match &args.payload_file {
-        Some(f) => Some(
-            std::fs::read(super::user_file(cli, f))
-                .with_context(|| format!("reading payload file {}", f.display()))?,
-        ),
+        Some(f) => {
+            // Read at most one byte past the cap: a huge file is refused, never loaded whole.
+            use std::io::Read;
+            let cap = ws.config().checkpoint.max_payload_size();
+            let mut bytes = Vec::new();
+            std::fs::File::open(super::user_file(cli, f))
+                .and_then(|file| file.take(cap + 1).read_to_end(&mut bytes))
+                .with_context(|| format!("reading payload file {}", f.display()))?;
+            if bytes.len() as u64 > cap {
+                return Err(rewind_core::payload_too_large(bytes.len() as u64, cap))
+                    .with_context(|| format!("payload file {}", f.display()));
+            }
+            Some(bytes)
+        }
         None => None,
     };
     let c = ws.checkpoint(
