@@ -89,7 +89,8 @@ fn damaged_objects_refuse_the_restore_before_anything_is_written() {
     );
     // The dry run says the same, with the same code.
     let o = run_s(&env, "A", &["restore", "m0", "--dry-run"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert_eq!(read_tree_mtimes(root), before);
 }
 
 /// A directory the (unprivileged) user may not write: refused with the path and the OS error,
@@ -317,4 +318,49 @@ fn sigkill_during_the_rollback_is_finished_by_the_next_command() {
     assert_eq!(read_str(root, "a.txt"), "a0\n");
     assert_eq!(unfinished(&env), 0);
     fsck_clean(&env);
+}
+
+/// The session changed `d/f`; the user then replaced `d` by a symlink to a directory outside.
+/// Unforced, that is a conflict (exit 3); forced, writing `d/f` would go through the symlink:
+/// the dry run refuses exactly as the real run does (exit 1, naming `d`), nothing outside is
+/// touched, and nothing is left for other sessions to trip over.
+#[test]
+fn a_directory_replaced_by_a_symlink_is_refused_by_dry_and_real_run_alike() {
+    let env = Env::new();
+    let root = env.root();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("f"), b"outside\n").unwrap();
+    write(root, "d/f", b"x0\n");
+    init(&env);
+    checkpoint(&env, "A", "m0");
+    sh(&env, "A", "echo x1 > d/f");
+    std::fs::remove_dir_all(root.join("d")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("d")).unwrap();
+    for args in [&["restore", "m0", "--dry-run"][..], &["restore", "m0"]] {
+        let o = run_s(&env, "A", args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", text(&o));
+    }
+    for args in [
+        &["restore", "m0", "--force", "--dry-run"][..],
+        &["restore", "m0", "--force"],
+    ] {
+        let o = run_s(&env, "A", args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("d is a symlink or a file now"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(std::fs::symlink_metadata(root.join("d"))
+        .unwrap()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("f")).unwrap(),
+        "outside\n"
+    );
+    assert_eq!(unfinished(&env), 0);
+    // Another session goes on working.
+    sh(&env, "B", "echo b > b.txt");
+    checkpoint(&env, "B", "b1");
 }

@@ -244,6 +244,9 @@ impl Workspace {
         if let Some((_, changes)) = open {
             let mut out = self.plan_undo(changes, opts)?;
             self.keep_occupied_dirs(&mut out)?;
+            if out.conflicts.is_empty() || opts.force {
+                self.checks_before_writing(&out.steps)?;
+            }
             out.head = oplog::session_head(&self.db(), session)?;
             return Ok(out);
         }
@@ -551,7 +554,11 @@ impl Workspace {
         target: &str,
     ) -> Result<RewindOutcome, Error> {
         self.keep_occupied_dirs(&mut out)?;
-        if (!out.conflicts.is_empty() && !opts.force) || opts.dry_run {
+        if !out.conflicts.is_empty() && !opts.force {
+            return Ok(out);
+        }
+        self.checks_before_writing(&out.steps)?;
+        if opts.dry_run {
             return Ok(out);
         }
         // Never under a tool that is writing one of these paths right now.
@@ -574,9 +581,6 @@ impl Workspace {
             }
         }
         let root = self.rootdir()?;
-        // Nothing under the root is touched until every check that can be made first passed.
-        self.verify_objects(&out.steps)?;
-        preflight_writes(self.root(), &out.steps)?;
         // Write-ahead: what each step overwrites must be in the store before it is touched.
         let writer = self.store().writer()?;
         let max = self.config().capture.max_file_size();
@@ -639,6 +643,51 @@ impl Workspace {
         out.applied = true;
         out.epoch = Some(epoch_id);
         Ok(out)
+    }
+
+    /// Every check that can be made before the first write under the root, made by the dry
+    /// run as by the real run (so both exit with the same code): every directory on the way
+    /// to a step is a directory (not a symlink that could lead out, not a file) unless the
+    /// plan makes it one, every object the plan writes is readable and verified, every
+    /// directory written in is writable and the file system has room.
+    fn checks_before_writing(&self, steps: &[Change]) -> Result<(), Error> {
+        let root = self.rootdir()?;
+        let made_dirs: std::collections::HashSet<&[u8]> = steps
+            .iter()
+            .filter(|s| s.after.is_some_and(|a| a.kind == EntryKind::Dir))
+            .map(|s| s.path.as_slice())
+            .collect();
+        let mut checked = std::collections::HashSet::new();
+        for s in steps {
+            let mut dir = relpath::split(&s.path).0;
+            while !dir.is_empty() && checked.insert(dir) {
+                let now = root.lstat(dir).map_err(|e| Error::Io {
+                    op: "inspecting",
+                    path: relpath::display(dir).into(),
+                    source: e,
+                })?;
+                let fine = matches!(
+                    now,
+                    crate::fsops::Present::Dir { .. } | crate::fsops::Present::Absent
+                ) || made_dirs.contains(dir);
+                if !fine {
+                    return Err(Error::Io {
+                        op: "cannot restore (nothing was changed):",
+                        path: relpath::display(&s.path).into(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::NotADirectory,
+                            format!(
+                                "{} is a symlink or a file now, not a directory; move it away and retry",
+                                relpath::display(dir)
+                            ),
+                        ),
+                    });
+                }
+                dir = relpath::split(dir).0;
+            }
+        }
+        self.verify_objects(steps)?;
+        preflight_writes(self.root(), steps)
     }
 
     /// Every object the plan writes is present and verified (read and hashed), before the
