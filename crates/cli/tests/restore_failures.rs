@@ -183,7 +183,8 @@ fn a_read_only_mount_refuses_the_restore_whole() {
         &format!(
             r#"mount --bind "$WS/ro" "$WS/ro"; mount -o remount,ro,bind "$WS/ro"
             {LISTING} > "$WS.before"
-            set +e; "$REWIND" -C "$WS" -s A restore m0 2> "$WS.err"; echo "code=$?"; set -e
+            set +e; "$REWIND" -C "$WS" -s A restore m0 2> "$WS.err"; echo "code=$?"
+            "$REWIND" -C "$WS" -s A undo 2> "$WS.undo-err"; echo "undo-code=$?"; set -e
             {LISTING} > "$WS.after"
             cmp "$WS.before" "$WS.after" && echo same || diff "$WS.before" "$WS.after"
             "#
@@ -192,6 +193,10 @@ fn a_read_only_mount_refuses_the_restore_whole() {
     let out = String::from_utf8_lossy(&o.stdout);
     let err = std::fs::read_to_string(root.with_extension("err")).unwrap();
     assert!(out.contains("code=1"), "{}\n{err}", text(&o));
+    // `undo` of the turn is refused the same way.
+    let undo_err = std::fs::read_to_string(root.with_extension("undo-err")).unwrap();
+    assert!(out.contains("undo-code=1"), "{}\n{undo_err}", text(&o));
+    assert!(undo_err.contains("Read-only file system"), "{undo_err}");
     assert!(out.contains("same"), "the tree changed: {}", text(&o));
     assert!(
         err.contains("ro/f.txt") && err.contains("Read-only file system"),
