@@ -314,3 +314,63 @@ fn sparse_files_are_restored_with_their_holes() {
         allocated(&path)
     );
 }
+
+/// A directory the (unprivileged) user cannot list is uncovered, not empty: `status` lists it,
+/// and rewinding the turn that made it keeps it and its files, and says so.
+#[test]
+fn an_unreadable_directory_is_uncovered_and_never_removed() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::getuid() },
+        0,
+        "this test drops to an unprivileged uid and must start as root (CI does)"
+    );
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a0\n");
+    let nobody = 65534;
+    for dir in [env.home.path(), root] {
+        Command::new("chown")
+            .args(["-R", &format!("{nobody}:{nobody}")])
+            .arg(dir)
+            .status()
+            .unwrap();
+    }
+    let run = |args: &[&str]| -> std::process::Output {
+        let mut all = vec!["-s", "A", "--json"];
+        all.extend_from_slice(args);
+        env.cmd(&all)
+            .current_dir(root)
+            .uid(nobody)
+            .gid(nobody)
+            .output()
+            .unwrap()
+    };
+    let doc = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+    };
+    assert_eq!(run(&["init"]).status.code(), Some(0));
+    assert_eq!(
+        run(&["checkpoint", "--message", "m0"]).status.code(),
+        Some(0)
+    );
+    let o = run(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "echo a1 > a.txt; mkdir d && echo secret > d/f && chmod 000 d",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let st = doc(&run(&["status"]));
+    assert!(st["uncovered"].to_string().contains("\"d\""), "{st}");
+    let o = run(&["restore", "m0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = doc(&o);
+    let said = format!("{}{}", v["skipped"], v["kept"]);
+    assert!(said.contains("\"d\""), "the restore says it kept d: {v}");
+    assert_eq!(read_str(root, "a.txt"), "a0\n");
+    // (Read as root.)
+    assert_eq!(read_str(root, "d/f"), "secret\n");
+}

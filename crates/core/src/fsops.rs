@@ -191,6 +191,23 @@ impl RootDir {
         }
     }
 
+    /// Whether this process may list the directory at `rel` (opening it is enough to tell:
+    /// `EACCES` for a directory without read permission).
+    pub fn can_list(&self, rel: &[u8]) -> bool {
+        let Ok((dir, name)) = self.parent(rel) else {
+            return false;
+        };
+        let Ok(c) = cstr(name) else { return false };
+        // SAFETY: valid fd and C string; the descriptor is closed at once.
+        let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), DIR_FLAGS) };
+        if fd < 0 {
+            return false;
+        }
+        // SAFETY: fd was just opened here.
+        unsafe { libc::close(fd) };
+        true
+    }
+
     /// The names in a directory (without `.` and `..`), opened without following a symlink at
     /// any component.
     pub fn list_dir(&self, rel: &[u8]) -> io::Result<Vec<Vec<u8>>> {

@@ -92,6 +92,13 @@ pub(crate) fn disk_entry(
     };
     match root.lstat(rel).map_err(|e| io("inspecting", e))? {
         Present::Absent => Ok(None),
+        // A directory this process cannot list: what is inside was never captured.
+        Present::Dir { .. } if !root.can_list(rel) => Ok(Some(Entry {
+            kind: EntryKind::Uncovered,
+            mode: 0,
+            size: 0,
+            id: ObjectId::ZERO,
+        })),
         Present::Dir { mode } => Ok(Some(Entry {
             kind: EntryKind::Dir,
             mode,

@@ -522,11 +522,21 @@ impl Workspace {
         dirs.sort_by_key(|p| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));
         let mut kept: std::collections::BTreeSet<Vec<u8>> = Default::default();
         for dir in dirs {
-            let names = root.list_dir(&dir).map_err(|e| Error::Io {
-                op: "listing",
-                path: relpath::display(&dir).into(),
-                source: e,
-            })?;
+            let names = match root.list_dir(&dir) {
+                Ok(names) => names,
+                // One this process cannot list holds what was never captured: it stays.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    kept.insert(dir);
+                    continue;
+                }
+                Err(e) => {
+                    return Err(Error::Io {
+                        op: "listing",
+                        path: relpath::display(&dir).into(),
+                        source: e,
+                    })
+                }
+            };
             let stays = names.into_iter().any(|n| {
                 let child = relpath::join(&dir, &n);
                 !removed.contains(child.as_slice()) || kept.contains(&child)

@@ -62,10 +62,32 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
     };
     let out = Mutex::new(HashMap::new());
     let warn = Mutex::new(warnings);
+    let unreadable = Mutex::new(Vec::new());
     rayon::scope(|s| {
-        walk_dir(s, root, Vec::new(), rules, false, old, opts, &out, &warn);
+        walk_dir(
+            s,
+            root,
+            Vec::new(),
+            rules,
+            false,
+            old,
+            opts,
+            &out,
+            &warn,
+            &unreadable,
+        );
     });
     let mut dirs = out.into_inner().unwrap();
+    for (rel, why) in unreadable.into_inner().unwrap() {
+        dirs.remove(&rel);
+        let (parent, name) = relpath::split(&rel);
+        if let Some(f) = dirs
+            .get_mut(parent)
+            .and_then(|entries| entries.iter_mut().find(|f| f.stat.name == name))
+        {
+            *f = uncovered(name.to_vec(), 0, why);
+        }
+    }
     if opts.dirty.is_some() {
         // Directories the walk did not enter are unchanged: take them from the cache, parents
         // first, as long as their parent still lists them as a directory.
@@ -102,6 +124,8 @@ fn walk_dir<'s>(
     opts: &'s WalkOptions<'s>,
     out: &'s Mutex<HashMap<Vec<u8>, Vec<Found>>>,
     warn: &'s Mutex<Vec<String>>,
+    // Directories that could not be listed and that the cache never knew.
+    unreadable: &'s Mutex<Vec<(Vec<u8>, String)>>,
 ) {
     let abs = relpath::to_path(root, &rel);
     let mut local_warn = Vec::new();
@@ -126,7 +150,18 @@ fn walk_dir<'s>(
                             .as_ref()
                             .is_some_and(|r| r.is_ignored(&relpath::to_path(root, &child), true));
                     scope.spawn(move |s| {
-                        walk_dir(s, root, child, child_rules, ignored, old, opts, out, warn)
+                        walk_dir(
+                            s,
+                            root,
+                            child,
+                            child_rules,
+                            ignored,
+                            old,
+                            opts,
+                            out,
+                            warn,
+                            unreadable,
+                        )
                     });
                 }
             }
@@ -158,6 +193,14 @@ fn walk_dir<'s>(
                 abs.display()
             ));
             warn.lock().unwrap().extend(local_warn);
+            if !old.dirs.contains_key(&rel) && !rel.is_empty() {
+                // Never listed before: nothing of it was captured. Its parent's entry becomes
+                // uncovered (see `walk`), so status, show and restores say so.
+                unreadable
+                    .lock()
+                    .unwrap()
+                    .push((rel.clone(), format!("cannot read directory: {e}")));
+            }
             let mut out = out.lock().unwrap();
             for (path, entries) in &old.dirs {
                 let inside = path == &rel
@@ -284,7 +327,18 @@ fn walk_dir<'s>(
             let child_rules = rules.clone();
             let ignored = ignored_dirs.contains(&f.stat.name);
             scope.spawn(move |s| {
-                walk_dir(s, root, child, child_rules, ignored, old, opts, out, warn)
+                walk_dir(
+                    s,
+                    root,
+                    child,
+                    child_rules,
+                    ignored,
+                    old,
+                    opts,
+                    out,
+                    warn,
+                    unreadable,
+                )
             });
         }
     }
