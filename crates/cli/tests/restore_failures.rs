@@ -369,3 +369,39 @@ fn a_directory_replaced_by_a_symlink_is_refused_by_dry_and_real_run_alike() {
     sh(&env, "B", "echo b > b.txt");
     checkpoint(&env, "B", "b1");
 }
+
+/// A restore killed after its journal was written, then a planned path changed by the user:
+/// `recover` rolls the rest forward but does not call it finished: it names the path it left.
+#[test]
+fn recover_says_finished_only_when_every_step_is_done() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a0\n");
+    write(root, "b.txt", b"b0\n");
+    init(&env);
+    checkpoint(&env, "A", "m0");
+    sh(&env, "A", "echo a1 > a.txt; echo b1 > b.txt");
+    let o = env
+        .cmd(&["-s", "A", "restore", "m0"])
+        .env("REWIND_FAILPOINT", "restore-after-journal")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        None,
+        "killed at the failpoint: {}",
+        text(&o)
+    );
+    write(root, "b.txt", b"the user's\n");
+    let v = json(&env, "A", &["recover"], 0);
+    assert_eq!(v["restores"].as_array().unwrap().len(), 1, "{v}");
+    let left: Vec<&str> = v["left"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, ["b.txt"], "{v}");
+    assert_eq!(read_str(root, "a.txt"), "a0\n");
+    assert_eq!(read_str(root, "b.txt"), "the user's\n");
+}

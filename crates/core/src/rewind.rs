@@ -908,7 +908,8 @@ impl Workspace {
             rows.collect::<Result<_, _>>()?
         };
         for epoch in pending {
-            self.apply_journal(&epoch)?;
+            let left = self.apply_journal(&epoch)?;
+            rec.left.extend(left);
             rec.restores.push(epoch);
         }
         // A failed restore whose rollback was interrupted is rolled back, never forward.
@@ -962,6 +963,9 @@ pub struct Recovered {
     pub restores: Vec<String>,
     /// Failed restores whose interrupted rollback was finished (their epochs, now deleted).
     pub rolled_back: Vec<String>,
+    /// Steps of the restores rolled forward that were not done: paths someone changed while
+    /// the restore was interrupted, or directories that still hold files. Left as they are.
+    pub left: Vec<Skipped>,
     /// Epochs of dead processes settled.
     pub epochs: Vec<String>,
 }
