@@ -222,7 +222,7 @@ fn sigkill_at_settle_of_an_exec_attributes_the_changes_to_it() {
         let root = env.root();
         killed_at(
             env,
-            "settle-before-record",
+            "settle-capture-before-record",
             &[
                 "-s",
                 "S",
@@ -277,7 +277,11 @@ fn sigkill_at_settle_of_an_exact_epoch_keeps_it_for_the_session() {
         );
         write(root, "d2/f2.txt", b"exact edit\n");
         write(root, "exact-new.txt", b"exact new\n");
-        killed_at(env, "settle-before-record", &["-s", "S", "epoch", "end"]);
+        killed_at(
+            env,
+            "settle-exact-before-record",
+            &["-s", "S", "epoch", "end"],
+        );
         let ran = read_tree(root);
         after_crash(env, next, &[&ran]);
         // Another session's shell command must not take the exact epoch's paths.

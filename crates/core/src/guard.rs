@@ -690,10 +690,12 @@ fn apply_plan(
 ) -> Result<BTreeMap<usize, std::fs::Metadata>, Error> {
     for (i, op) in plan.ops.iter().enumerate() {
         if op.after.is_none() {
-            crate::failpoint::hit("guard-before-write");
+            crate::failpoint::hit("guard-before-remove");
             root.remove_file(&op.path)
                 .map_err(io_err("removing", &op.path))?;
             done.push(Done::Removed(i));
+            // Counted (`guard-after-file:N`): a multi-file write stopped after its N-th file.
+            crate::failpoint::hit("guard-after-file");
         }
     }
     let dir_mode = if plan.mkdirs.is_empty() {
@@ -718,6 +720,7 @@ fn apply_plan(
                 .map_err(io_err("writing", &op.path))?;
             done.push(Done::Wrote(i));
             metas.insert(i, meta);
+            crate::failpoint::hit("guard-after-file");
         }
     }
     for d in &plan.rmdirs {
