@@ -38,6 +38,26 @@ impl Env {
 
     /// Every pack file of every workspace in the state directory.
     pub fn packs(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self
+            .state_files()
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "pack") && !in_tmp(p))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Files in the store's `tmp/` directories: packs being written, or left by a killed writer
+    /// (the next command removes those).
+    pub fn temp_packs(&self) -> Vec<PathBuf> {
+        self.state_files()
+            .into_iter()
+            .filter(|p| in_tmp(p))
+            .collect()
+    }
+
+    /// Every file under the state directory.
+    fn state_files(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         fn go(d: &Path, out: &mut Vec<PathBuf>) {
             if let Ok(rd) = std::fs::read_dir(d) {
@@ -45,20 +65,21 @@ impl Env {
                     let p = e.path();
                     if p.is_dir() {
                         go(&p, out);
-                    } else if p.extension().is_some_and(|x| x == "pack")
-                        && p.parent()
-                            .and_then(|d| d.file_name())
-                            .is_some_and(|d| d != "tmp")
-                    {
+                    } else {
                         out.push(p);
                     }
                 }
             }
         }
         go(self.home.path(), &mut out);
-        out.sort();
         out
     }
+}
+
+fn in_tmp(p: &Path) -> bool {
+    p.parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|d| d == "tmp")
 }
 
 pub fn text(o: &Output) -> String {
