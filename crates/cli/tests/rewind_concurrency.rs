@@ -1,7 +1,7 @@
 //! Done-when 8: 8 processes × 8 capture/restore cycles on one workspace, each process its own
 //! session and its own files, through the CLI (`exec`, `checkpoint`, `restore`). Every call
-//! succeeds or exits 4 after its bounded wait; every restore leaves that session's files
-//! exactly at its checkpoint; fsck is clean at the end.
+//! succeeds (none gives up waiting for the lock: see `call`); every restore leaves that
+//! session's files exactly at its checkpoint; fsck is clean at the end.
 
 mod common;
 mod rewind_util;
@@ -25,6 +25,9 @@ fn own_files(env: &Env, i: usize) -> Tree {
         .collect()
 }
 
+/// Runs one command, waiting up to 20 s for the workspace lock. The longest queue here is the
+/// other seven processes' calls, each well under a second, so a call that gives up (exit 4) is
+/// a lock held far too long, not a slow machine: the test fails on it.
 fn call(env: &Env, session: &str, args: &[&str]) -> Output {
     let mut all = vec!["-s", session];
     all.extend_from_slice(args);
@@ -40,6 +43,8 @@ fn call(env: &Env, session: &str, args: &[&str]) -> Output {
 struct Tally {
     ok: usize,
     busy: usize,
+    /// Restores after which the session's files were checked to be at its checkpoint.
+    verified: usize,
     failures: Vec<String>,
 }
 
@@ -133,8 +138,11 @@ fn worker(env: &Env, via: Via, i: usize, tally: &Mutex<Tally>) {
             continue;
         }
         let now = own_files(env, i);
-        if now != at_checkpoint {
-            tally.lock().unwrap().failures.push(format!(
+        let mut t = tally.lock().unwrap();
+        if now == at_checkpoint {
+            t.verified += 1;
+        } else {
+            t.failures.push(format!(
                 "{session} cycle {cycle}: not at its checkpoint after restore:\n{}\n{}",
                 tree_diff(&now, &at_checkpoint),
                 text(&o)
@@ -159,14 +167,22 @@ fn eight_by_eight(via: Via) {
         h.join().unwrap();
     }
     let t = tally.lock().unwrap();
-    eprintln!("calls: {} ok, {} busy (exit 4)", t.ok, t.busy);
+    eprintln!(
+        "calls: {} ok, {} busy (exit 4), {} restores verified",
+        t.ok, t.busy, t.verified
+    );
     assert!(
         t.failures.is_empty(),
         "{} failures:\n{}",
         t.failures.len(),
         t.failures.join("\n---\n")
     );
-    assert!(t.ok > PROCS * CYCLES, "most calls went through");
+    assert_eq!(t.busy, 0, "no call may give up waiting for the lock");
+    assert_eq!(
+        t.verified,
+        PROCS * CYCLES,
+        "every cycle's restore ran and was checked"
+    );
     fsck_clean(&env);
     // Nobody touched the shared file, and no session's state leaked into another's.
     assert_eq!(
