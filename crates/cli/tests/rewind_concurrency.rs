@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
-use common::{text, Env};
+use common::{last_line, text, Env};
 use rewind_util::*;
 
 const PROCS: usize = 8;
@@ -124,7 +124,7 @@ fn worker(env: &Env, via: Via, i: usize, tally: &Mutex<Tally>) {
         if !record("checkpoint", &o) {
             continue;
         }
-        let cp = last_line(&o);
+        let cp = last_line(&o.stdout);
         let at_checkpoint = own_files(env, i);
         // The next tool call changes, deletes and creates.
         let script = format!(

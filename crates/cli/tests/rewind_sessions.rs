@@ -7,7 +7,7 @@ mod rewind_util;
 
 use std::time::{Duration, Instant};
 
-use common::{text, Env};
+use common::{last_line, text, Env};
 use rewind_util::*;
 
 /// Done-when 1: two sessions edit different files and the same file in interleaved turns.
@@ -353,10 +353,10 @@ fn ids_of_other_workspaces_and_unknown_ids_are_refused() {
     };
     assert_eq!(other(&["init"]).status.code(), Some(0));
     let o = other(&["-s", "S", "checkpoint", "--message", "other-m"]);
-    let other_cp = last_line(&o);
+    let other_cp = last_line(&o.stdout);
     let o = other(&["-s", "S", "epoch", "begin", "--path", "g"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let other_epoch = last_line(&o);
+    let other_epoch = last_line(&o.stdout);
     std::fs::write(other_root.path().join("g"), b"g2\n").unwrap();
     assert_eq!(other(&["-s", "S", "epoch", "end"]).status.code(), Some(0));
 

@@ -91,6 +91,17 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// The last line of a command's output, trimmed ("" when there is none): where the creating
+/// commands print the id they made.
+pub fn last_line(out: impl AsRef<[u8]>) -> String {
+    String::from_utf8_lossy(out.as_ref())
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
 /// Deterministic pseudo-random bytes (xorshift), so tests need no RNG crate.
 pub fn noise(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
