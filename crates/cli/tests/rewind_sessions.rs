@@ -405,6 +405,15 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
     sh(&env, "S", "echo s1 > s.txt");
     sh(&env, "T", "echo t1 > t.txt");
     let flag = root.join("running");
+    // S's command runs until the test releases it (a FIFO outside the workspace), so however
+    // slow the machine, both restores below happen while it runs.
+    let gate_dir = tempfile::tempdir().unwrap();
+    let gate = gate_dir.path().join("gate");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
     let mut child = env
         .cmd(&[
             "-s",
@@ -413,15 +422,17 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
             "--",
             "sh",
             "-c",
-            "touch running; sleep 3; rm running",
+            "touch running; read go < \"$1\"; rm running",
+            "sh",
         ])
+        .arg(&gate)
         .current_dir(root)
         .env("REWIND_QUIET", "1")
         .spawn()
         .unwrap();
     let t0 = Instant::now();
     while !flag.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "exec never started");
+        assert!(t0.elapsed() < Duration::from_secs(30), "exec never started");
         std::thread::sleep(Duration::from_millis(10));
     }
     let o = env
@@ -439,7 +450,9 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(read_str(root, "t.txt"), "t0\n");
-    assert!(flag.exists(), "T's restore did not wait for S's command");
+    assert!(flag.exists(), "S's command is still running");
+    // Release S's command (opening the FIFO waits for its reader).
+    std::fs::write(&gate, "go\n").unwrap();
     assert!(child.wait().unwrap().success());
     // Once the command is done, S's restore works.
     expect(&env, "S", &["restore", &cs], 0);
