@@ -24,6 +24,35 @@ pub fn require_bwrap() {
     );
 }
 
+/// Polls `cond` every 10 ms until it holds, for at most `limit`; whether it held. For waiting
+/// on what another process does without guessing how long that takes on a loaded machine.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Makes a FIFO at `path` (a gate a sandboxed command waits on until the test writes to it).
+pub fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string.
+    let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(
+        r,
+        0,
+        "mkfifo {}: {}",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
 fn init_env() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
