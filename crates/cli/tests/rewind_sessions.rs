@@ -7,7 +7,7 @@ mod rewind_util;
 
 use std::time::{Duration, Instant};
 
-use common::{last_line, text, Env};
+use common::{last_line, text, Env, Gates};
 use rewind_util::*;
 
 /// Done-when 1: two sessions edit different files and the same file in interleaved turns.
@@ -407,13 +407,7 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
     let flag = root.join("running");
     // S's command runs until the test releases it (a FIFO outside the workspace), so however
     // slow the machine, both restores below happen while it runs.
-    let gate_dir = tempfile::tempdir().unwrap();
-    let gate = gate_dir.path().join("gate");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&gate)
-        .status()
-        .unwrap();
-    assert!(made.success(), "mkfifo");
+    let gates = Gates::new(&["end"]);
     let mut child = env
         .cmd(&[
             "-s",
@@ -425,7 +419,7 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
             "touch running; read go < \"$1\"; rm running",
             "sh",
         ])
-        .arg(&gate)
+        .arg(gates.path("end"))
         .current_dir(root)
         .env("REWIND_QUIET", "1")
         .spawn()
@@ -451,8 +445,7 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(read_str(root, "t.txt"), "t0\n");
     assert!(flag.exists(), "S's command is still running");
-    // Release S's command (opening the FIFO waits for its reader).
-    std::fs::write(&gate, "go\n").unwrap();
+    gates.open("end");
     assert!(child.wait().unwrap().success());
     // Once the command is done, S's restore works.
     expect(&env, "S", &["restore", &cs], 0);

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{errno_of, mkfifo, run_argv, sh, syscall, wait_until, Fx, SECRET};
+use common::{errno_of, run_argv, sh, syscall, wait_until, Fx, Gate, SECRET};
 use rewind_sandbox::{AgentRequest, Error, Mode, Policy};
 
 const EPERM: i32 = libc::EPERM;
@@ -418,7 +418,7 @@ fn a16_concurrent_runs_keep_placeholders_until_the_last_ends() {
     let p = f.policy();
     // The long run signals that it runs (its placeholder mounted), then waits on a FIFO until
     // the short runs are over: they overlap it however slow the machine.
-    mkfifo(&f.ws.join(".gate"));
+    let gate = Gate::new(f.ws.join(".gate"));
     let mut long = p
         .command(
             [
@@ -443,8 +443,7 @@ fn a16_concurrent_runs_keep_placeholders_until_the_last_ends() {
     );
     let r = sh(&p, "! echo x > .rewind.toml");
     assert!(r.ok(), "{r:?}");
-    // Release the long run (opening the FIFO waits for its reader).
-    std::fs::write(f.ws.join(".gate"), "go\n").unwrap();
+    gate.open();
     let st = long.wait_timeout(Duration::from_secs(30)).unwrap().unwrap();
     assert!(st.success());
     assert!(

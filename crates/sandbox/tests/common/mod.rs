@@ -39,18 +39,40 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// Makes a FIFO at `path` (a gate a sandboxed command waits on until the test writes to it).
-pub fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid C string.
-    let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(
-        r,
-        0,
-        "mkfifo {}: {}",
-        path.display(),
-        std::io::Error::last_os_error()
-    );
+/// A FIFO a sandboxed command waits on (`read x < GATE`) until the test opens it.
+pub struct Gate(PathBuf);
+
+impl Gate {
+    pub fn new(path: PathBuf) -> Gate {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(
+            r,
+            0,
+            "mkfifo {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+        Gate(path)
+    }
+
+    /// Lets the waiting command go on (opening a FIFO waits for its reader).
+    pub fn open(&self) {
+        std::fs::write(&self.0, "go\n").unwrap();
+    }
+}
+
+/// A failing test must not leave a command blocked on the gate forever: it is opened on the
+/// way out, without waiting when nobody reads it.
+impl Drop for Gate {
+    fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.0);
+    }
 }
 
 fn init_env() {
