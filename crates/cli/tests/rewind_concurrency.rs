@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
-use common::{last_line, text, Env};
+use common::{last_line, text, Env, Gates};
 use rewind_util::*;
 
 const PROCS: usize = 8;
@@ -221,8 +221,11 @@ fn eight_processes_eight_cycles_exec() {
     eight_by_eight(Via::Exec);
 }
 
-/// Two overlapping shell commands of two sessions: B's command writes while A's runs; each
-/// session's rewind must revert its own command's change and only that.
+/// Two sessions' shell commands never overlap: opaque epochs are serialised, since before/after
+/// scans could not tell their changes apart. (This test used to sleep to make B write "while
+/// A's runs"; A's exec in fact waited for B's to end.) While B's command runs, held on a gate,
+/// A's exec waits and gives up at its lock bound (exit 4) without running its command; once
+/// B's ends, A's runs. Each session's rewind reverts its own command's change and only that.
 #[test]
 fn concurrent_execs_keep_their_own_changes() {
     let env = Env::new();
@@ -232,25 +235,35 @@ fn concurrent_execs_keep_their_own_changes() {
     init(&env);
     let ca = checkpoint(&env, "A", "a0");
     let cb = checkpoint(&env, "B", "b0");
-    // B: starts first, writes b at ~1 s, ends at ~2 s.
+    let g = Gates::new(&["b-end"]);
+    let script = format!(
+        "echo b1 > b; : > '{}'; read x < '{}'",
+        g.path("b-wrote").display(),
+        g.path("b-end").display()
+    );
     let mut b = env
-        .cmd(&[
-            "-s",
-            "B",
-            "exec",
-            "--",
-            "sh",
-            "-c",
-            "sleep 1; echo b1 > b; sleep 1",
-        ])
+        .cmd(&["-s", "B", "exec", "--", "sh", "-c", &script])
         .current_dir(root)
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
-    // A: starts at ~0.4 s, writes a at ~1.4 s and ends then (after B wrote b).
-    sh(&env, "A", "sleep 1; echo a1 > a");
+    g.wait_for("b-wrote");
+    let o = env
+        .cmd(&["-s", "A", "exec", "--", "sh", "-c", "echo a1 > a"])
+        .current_dir(root)
+        .env("REWIND_LOCK_TIMEOUT", "0.5")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "A's exec while B's runs: {}",
+        text(&o)
+    );
+    assert_eq!(read_str(root, "a"), "a0\n", "A's command did not run");
+    g.open("b-end");
     assert!(b.wait().unwrap().success());
     assert_eq!(read_str(root, "b"), "b1\n");
+    sh(&env, "A", "echo a1 > a");
     // A's rewind reverts a only.
     let v = json(&env, "A", &["restore", &ca, "--dry-run"], 0);
     let paths: Vec<String> = steps(&v).into_iter().map(|s| s.1).collect();
