@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 use std::process::{Output, Stdio};
 
-use common::{text, Env};
+use common::{last_line, text, Env};
 
 fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> Output {
     let mut child = env
@@ -22,14 +22,6 @@ fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> Output {
 
 fn abs(env: &Env, rel: &str) -> String {
     env.root().join(rel).display().to_string()
-}
-
-fn last_line(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_string()
 }
 
 #[test]
@@ -127,7 +119,7 @@ fn write_edit_and_undo() {
     // New file: no read needed; the epoch id is the last line.
     let o = with_stdin(&env, &["write", &abs(&env, "n/new.txt")], b"new\n");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(last_line(&o).len(), 16, "{}", text(&o));
+    assert_eq!(last_line(&o.stdout).len(), 16, "{}", text(&o));
 }
 
 #[test]

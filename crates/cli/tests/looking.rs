@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{text, Env};
+use common::{last_line, text, Env};
 use serde_json::Value;
 
 /// Runs `rewind` with the workspace root as the current directory (so `--path f` and
@@ -29,11 +29,6 @@ fn json(env: &Env, args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("{args:?}: not one JSON document: {e}\n{out}"))
 }
 
-/// The id a creating command printed (its last line).
-fn last_line(s: &str) -> String {
-    s.lines().last().unwrap().trim().to_string()
-}
-
 fn write(env: &Env, rel: &str, bytes: impl AsRef<[u8]>) {
     let p = env.root().join(rel);
     if let Some(d) = p.parent() {
@@ -44,7 +39,7 @@ fn write(env: &Env, rel: &str, bytes: impl AsRef<[u8]>) {
 
 /// An exact epoch around `f`, as an edit tool's hooks would record it. Returns its id.
 fn exact_epoch(env: &Env, session: &str, path: &str, f: impl FnOnce(&Path)) -> String {
-    let id = last_line(&ok(
+    let id = last_line(ok(
         env,
         &[
             "-s", session, "epoch", "begin", "--tool", "edit", "--path", path,
@@ -75,7 +70,7 @@ fn story() -> Story {
     let env = Env::new();
     write(&env, "f.txt", numbered(1..=10));
     ok(&env, &["init"]);
-    let m1 = last_line(&ok(
+    let m1 = last_line(ok(
         &env,
         &["checkpoint", "--message", "m1", "--label", "start"],
     ));
@@ -101,7 +96,7 @@ fn story() -> Story {
     // The payload (e.g. the conversation) lives outside the workspace.
     let payload = env.home.path().join("payload.json");
     std::fs::write(&payload, b"{\"turns\": 2}").unwrap();
-    let m2 = last_line(&ok(
+    let m2 = last_line(ok(
         &env,
         &[
             "checkpoint",
@@ -305,7 +300,7 @@ fn show_lists_fields_and_changes_and_names_bad_ids() {
         {
             break p.to_string();
         }
-        seen.push(last_line(&ok(env, &["checkpoint"])));
+        seen.push(last_line(ok(env, &["checkpoint"])));
     };
     // An ambiguous prefix is an error (1, as an unknown id), not a usage error.
     let o = run(env, &["show", &prefix]);
@@ -465,7 +460,7 @@ fn diff_of_a_checkpoint_shows_what_a_restore_would_undo() {
     write(&env, "keep.txt", "mine\n");
     write(&env, "gone.txt", "bye\n");
     ok(&env, &["init"]);
-    let m1 = last_line(&ok(&env, &["checkpoint", "--message", "m1"]));
+    let m1 = last_line(ok(&env, &["checkpoint", "--message", "m1"]));
     ok(
         &env,
         &[

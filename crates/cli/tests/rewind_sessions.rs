@@ -7,7 +7,7 @@ mod rewind_util;
 
 use std::time::{Duration, Instant};
 
-use common::{text, Env};
+use common::{last_line, text, Env, Gates};
 use rewind_util::*;
 
 /// Done-when 1: two sessions edit different files and the same file in interleaved turns.
@@ -353,10 +353,10 @@ fn ids_of_other_workspaces_and_unknown_ids_are_refused() {
     };
     assert_eq!(other(&["init"]).status.code(), Some(0));
     let o = other(&["-s", "S", "checkpoint", "--message", "other-m"]);
-    let other_cp = last_line(&o);
+    let other_cp = last_line(&o.stdout);
     let o = other(&["-s", "S", "epoch", "begin", "--path", "g"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let other_epoch = last_line(&o);
+    let other_epoch = last_line(&o.stdout);
     std::fs::write(other_root.path().join("g"), b"g2\n").unwrap();
     assert_eq!(other(&["-s", "S", "epoch", "end"]).status.code(), Some(0));
 
@@ -405,6 +405,9 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
     sh(&env, "S", "echo s1 > s.txt");
     sh(&env, "T", "echo t1 > t.txt");
     let flag = root.join("running");
+    // S's command runs until the test releases it (a FIFO outside the workspace), so however
+    // slow the machine, both restores below happen while it runs.
+    let gates = Gates::new(&["end"]);
     let mut child = env
         .cmd(&[
             "-s",
@@ -413,15 +416,17 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
             "--",
             "sh",
             "-c",
-            "touch running; sleep 3; rm running",
+            "touch running; read go < \"$1\"; rm running",
+            "sh",
         ])
+        .arg(gates.path("end"))
         .current_dir(root)
         .env("REWIND_QUIET", "1")
         .spawn()
         .unwrap();
     let t0 = Instant::now();
     while !flag.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "exec never started");
+        assert!(t0.elapsed() < Duration::from_secs(30), "exec never started");
         std::thread::sleep(Duration::from_millis(10));
     }
     let o = env
@@ -439,7 +444,8 @@ fn restore_waits_for_a_running_tool_call_of_its_session() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(read_str(root, "t.txt"), "t0\n");
-    assert!(flag.exists(), "T's restore did not wait for S's command");
+    assert!(flag.exists(), "S's command is still running");
+    gates.open("end");
     assert!(child.wait().unwrap().success());
     // Once the command is done, S's restore works.
     expect(&env, "S", &["restore", &cs], 0);

@@ -1,21 +1,15 @@
 //! `rewind sandbox check|exec` end to end, under real bubblewrap: exit codes, refusals,
 //! config handling, the mode matrix, secrets and ghost files through the CLI.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const SECRET: &str = "sk-cli-test-do-not-leak";
+use common::require_bwrap;
 
-fn require_bwrap() {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "bwrap not found in PATH: install bubblewrap (apt-get install -y bubblewrap)"
-    );
-}
+const SECRET: &str = "sk-cli-test-do-not-leak";
 
 struct Fx {
     _dir: tempfile::TempDir,

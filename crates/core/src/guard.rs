@@ -65,6 +65,8 @@ pub struct StagedWrite {
     /// the staging thread.
     content: Option<Arc<Vec<u8>>>,
     staging: Option<std::thread::JoinHandle<Option<Staged>>>,
+    /// What the staging thread made, once [`StagedWrite::wait`] joined it.
+    ready: Option<Staged>,
 }
 
 /// What a staging thread made: the file, and the mode and content it was made with.
@@ -137,7 +139,18 @@ impl StagedWrite {
             rel,
             content,
             staging,
+            ready: None,
         }
+    }
+
+    /// Waits until the staging is over; whether it staged a file. The write waits for it
+    /// anyway: this lets a caller (a test) order what it does after the staging, and know
+    /// that a file was staged rather than hope a pause was long enough.
+    pub fn wait(&mut self) -> bool {
+        if let Some(h) = self.staging.take() {
+            self.ready = h.join().ok().flatten();
+        }
+        self.ready.is_some()
     }
 
     /// The workspace-relative path it writes.
@@ -146,11 +159,11 @@ impl StagedWrite {
     }
 
     /// The staged file, once its fsync is done, if it holds `content` with mode `mode`.
-    fn finish(self, mode: u32, content: &[u8]) -> Option<StagedFile> {
-        match self.staging?.join() {
-            Ok(Some(s)) if s.mode == mode && s.content.as_slice() == content => Some(s.file),
-            _ => None,
-        }
+    fn finish(mut self, mode: u32, content: &[u8]) -> Option<StagedFile> {
+        self.wait();
+        self.ready
+            .filter(|s| s.mode == mode && s.content.as_slice() == content)
+            .map(|s| s.file)
     }
 
     /// Refuses a `StagedWrite` started for another workspace root (its path is relative to
@@ -716,10 +729,12 @@ fn apply_plan(
 ) -> Result<BTreeMap<usize, std::fs::Metadata>, Error> {
     for (i, op) in plan.ops.iter().enumerate() {
         if op.after.is_none() {
-            crate::failpoint::hit("guard-before-write");
+            crate::failpoint::hit("guard-before-remove");
             root.remove_file(&op.path)
                 .map_err(io_err("removing", &op.path))?;
             done.push(Done::Removed(i));
+            // Counted (`guard-after-file:N`): a multi-file write stopped after its N-th file.
+            crate::failpoint::hit("guard-after-file");
         }
     }
     let dir_mode = if plan.mkdirs.is_empty() {
@@ -744,6 +759,7 @@ fn apply_plan(
                 .map_err(io_err("writing", &op.path))?;
             done.push(Done::Wrote(i));
             metas.insert(i, meta);
+            crate::failpoint::hit("guard-after-file");
         }
     }
     for d in &plan.rmdirs {

@@ -928,7 +928,7 @@ impl Workspace {
                     posts.push(disk_entry(&root, &r.change.path, Some(&writer), max)?);
                 }
                 let pending = self.rebase_on_later_writers(epoch, pending)?;
-                failpoint::hit("settle-before-record");
+                failpoint::hit("settle-exact-before-record");
                 // Without a flush: the preimages were committed durably before the files could
                 // change. If a power cut loses this commit, the epoch is found open again and
                 // is settled from what is then on disk: by recovery when its process is gone,
@@ -995,13 +995,13 @@ impl Workspace {
                 if dirty.as_ref().is_some_and(|d| d.is_empty()) {
                     // The watcher saw nothing happen since before the opening capture: the
                     // tree is what that capture recorded, so there is nothing to capture.
-                    failpoint::hit("settle-before-record");
+                    failpoint::hit("settle-unchanged-before-record");
                     self.transaction(|| {
                         oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
                     })?;
                 } else {
                     let found = self.capture_found_in(None, dirty.as_ref(), None)?;
-                    failpoint::hit("settle-before-record");
+                    failpoint::hit("settle-capture-before-record");
                     self.transaction(|| {
                         self.record_found(&found, &epoch.session, Some(&epoch.id))?;
                         oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)

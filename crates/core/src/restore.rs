@@ -276,6 +276,8 @@ pub fn apply(
                 done.written += 1;
             }
         }
+        // Counted (`restore-after-step:N`): a restore stopped after its N-th change on disk.
+        crate::failpoint::hit("restore-after-step");
     }
     // Deepest first, so a read-only directory is sealed after everything inside it.
     dir_modes.sort_by_key(|(p, _)| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));

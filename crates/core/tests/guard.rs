@@ -314,10 +314,11 @@ fn staged_writes_end_up_as_unstaged_ones() {
         std::fs::set_permissions(env.root().join(rel), std::fs::Permissions::from_mode(m)).unwrap()
     };
     let staged = |rel: &str, content: &str| {
-        let s = StagedWrite::start(&root, rel.as_bytes().to_vec(), content.as_bytes().to_vec());
+        let mut s = StagedWrite::start(&root, rel.as_bytes().to_vec(), content.as_bytes().to_vec());
         assert_eq!(s.path(), rel.as_bytes());
-        // Let the staging finish, so what happens after this is after it.
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // What happens after this is after the staging. (Whether a file was staged depends on
+        // the path: not in a new directory.)
+        s.wait();
         s
     };
     chmod("a.sh", 0o750);
@@ -331,7 +332,8 @@ fn staged_writes_end_up_as_unstaged_ones() {
     assert_eq!(std::fs::read(env.root().join("a.sh")).unwrap(), b"echo A\n");
     assert_eq!(mode("a.sh"), 0o750);
     // The mode changed after the staging: the write keeps the file's mode as it is now.
-    let s = staged("a.sh", "echo 2\n");
+    let mut s = staged("a.sh", "echo 2\n");
+    assert!(s.wait(), "a.sh staged with its old mode before the chmod");
     chmod("a.sh", 0o700);
     ws.write_staged(S, s, &tool("write")).unwrap();
     assert_eq!(std::fs::read(env.root().join("a.sh")).unwrap(), b"echo 2\n");
@@ -376,8 +378,9 @@ fn staged_edits_write_the_edit_of_the_file_as_it_is() {
         all: false,
     };
     let staged = |s: &EditSpec| {
-        let st = StagedWrite::start_edit(&root, b"m.rs".to_vec(), s.clone());
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut st = StagedWrite::start_edit(&root, b"m.rs".to_vec(), s.clone());
+        // What happens after this is after the staging read the file.
+        st.wait();
         st
     };
     let read = |p: &str| std::fs::read(env.root().join(p)).unwrap();
@@ -390,7 +393,11 @@ fn staged_edits_write_the_edit_of_the_file_as_it_is() {
 
     // Staged against one content; the file changes and is read again before the edit runs.
     let e = spec("b = 2", "b = 20");
-    let s = staged(&e);
+    let mut s = staged(&e);
+    assert!(
+        s.wait(),
+        "the edit staged from the old content before the file changes"
+    );
     write_file(
         env.root(),
         b"m.rs",

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{errno_of, run_argv, sh, syscall, Fx, SECRET};
+use common::{errno_of, run_argv, sh, syscall, wait_until, Fx, Gate, SECRET};
 use rewind_sandbox::{AgentRequest, Error, Mode, Policy};
 
 const EPERM: i32 = libc::EPERM;
@@ -416,11 +416,25 @@ fn a16_a60_no_ghost_files() {
 fn a16_concurrent_runs_keep_placeholders_until_the_last_ends() {
     let f = Fx::new();
     let p = f.policy();
+    // The long run signals that it runs (its placeholder mounted), then waits on a FIFO until
+    // the short runs are over: they overlap it however slow the machine.
+    let gate = Gate::new(f.ws.join(".gate"));
     let mut long = p
-        .command(["/bin/sh", "-c", "sleep 1; test -e .rewind.toml"], None)
+        .command(
+            [
+                "/bin/sh",
+                "-c",
+                ": > .started; read go < .gate; test -e .rewind.toml",
+            ],
+            None,
+        )
         .unwrap();
     long.stdin(std::process::Stdio::null());
     let mut long = long.spawn().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || f.ws.join(".started").exists()),
+        "the long run never started"
+    );
     // A short run finishing meanwhile must not remove the placeholder the long run mounted.
     assert!(sh(&p, "true").ok());
     assert!(
@@ -429,6 +443,7 @@ fn a16_concurrent_runs_keep_placeholders_until_the_last_ends() {
     );
     let r = sh(&p, "! echo x > .rewind.toml");
     assert!(r.ok(), "{r:?}");
+    gate.open();
     let st = long.wait_timeout(Duration::from_secs(30)).unwrap().unwrap();
     assert!(st.success());
     assert!(
@@ -572,7 +587,8 @@ fn c27_c28_c29_c30_c37_network_off() {
         &[("http_proxy", "")],
     );
     assert!(!r.ok(), "{r:?}");
-    std::thread::sleep(Duration::from_millis(50));
+    // No pause needed: every attempt has returned, and a connect that succeeds has completed
+    // its handshake by then, so it would already wait in the listener's queue.
     assert!(host.accept().is_err(), "host listener saw a connection");
 }
 
@@ -615,7 +631,8 @@ fn c31_c32_c33_c26_host_unix_sockets_unreachable() {
             EPERM
         );
     }
-    std::thread::sleep(Duration::from_millis(50));
+    // No pause needed: every attempt has returned, and a local connect or send that succeeds
+    // has queued its connection or datagram by then.
     assert!(stream.accept().is_err(), "stream listener saw a connection");
     assert!(
         dgram.recv(&mut [0u8; 16]).is_err(),
@@ -699,15 +716,19 @@ fn d43_d44_background_and_timeout_leave_no_orphans() {
     let r = sh(
         &p,
         &format!(
-            "sleep {secs} & sleep 0.2; grep -qx 'sleep' /proc/$!/comm && echo started; exit 0"
+            // Polls (up to 10 s) until the background job is `sleep`, not the forked shell.
+            "sleep {secs} & i=0; while [ $i -lt 200 ]; do \
+               grep -qx 'sleep' /proc/$!/comm && echo started && break; sleep 0.05; i=$((i+1)); \
+             done; exit 0"
         ),
     );
     assert!(r.out.contains("started"), "{r:?}");
-    assert!(start.elapsed() < Duration::from_secs(10), "{r:?}");
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(
-        host_processes(&["sleep", &secs]),
-        0,
+    assert!(start.elapsed() < Duration::from_secs(20), "{r:?}");
+    // The sandbox's end kills its processes; the kernel may take a moment to finish them.
+    assert!(
+        wait_until(Duration::from_secs(10), || host_processes(&[
+            "sleep", &secs
+        ]) == 0),
         "background process survived"
     );
     let long = format!("{}", 100 + std::process::id() % 1000);
@@ -716,20 +737,20 @@ fn d43_d44_background_and_timeout_leave_no_orphans() {
         .unwrap()
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(
-        host_processes(&["sleep", &long]),
-        1,
-        "the command was running"
+    assert!(
+        wait_until(Duration::from_secs(10), || host_processes(&[
+            "sleep", &long
+        ]) == 1),
+        "the command never ran"
     );
     assert!(child
         .wait_timeout(Duration::from_secs(1))
         .unwrap()
         .is_none());
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(
-        host_processes(&["sleep", &long]),
-        0,
+    assert!(
+        wait_until(Duration::from_secs(10), || host_processes(&[
+            "sleep", &long
+        ]) == 0),
         "timed-out child survived"
     );
 }

@@ -49,6 +49,26 @@ impl Env {
 
     /// Every pack file of every workspace in the state directory.
     pub fn packs(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self
+            .state_files()
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "pack") && !in_tmp(p))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Files in the store's `tmp/` directories: packs being written, or left by a killed writer
+    /// (the next command removes those).
+    pub fn temp_packs(&self) -> Vec<PathBuf> {
+        self.state_files()
+            .into_iter()
+            .filter(|p| in_tmp(p))
+            .collect()
+    }
+
+    /// Every file under the state directory.
+    fn state_files(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         fn go(d: &Path, out: &mut Vec<PathBuf>) {
             if let Ok(rd) = std::fs::read_dir(d) {
@@ -56,19 +76,80 @@ impl Env {
                     let p = e.path();
                     if p.is_dir() {
                         go(&p, out);
-                    } else if p.extension().is_some_and(|x| x == "pack")
-                        && p.parent()
-                            .and_then(|d| d.file_name())
-                            .is_some_and(|d| d != "tmp")
-                    {
+                    } else {
                         out.push(p);
                     }
                 }
             }
         }
         go(self.home.path(), &mut out);
-        out.sort();
         out
+    }
+}
+
+fn in_tmp(p: &Path) -> bool {
+    p.parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|d| d == "tmp")
+}
+
+/// FIFOs and marker files outside the workspace, to order a test against the commands it
+/// runs instead of guessing with sleeps: a command signals with `: > MARK` what the test waits
+/// for ([`Gates::wait_for`]), and blocks on `read x < GATE` until the test opens that gate.
+pub struct Gates {
+    dir: tempfile::TempDir,
+    names: Vec<String>,
+}
+
+/// A failing test must not leave a command blocked on a gate forever (it would hold the test
+/// harness's output pipe and hang the run): every gate is opened on the way out, without
+/// waiting when nobody reads it.
+impl Drop for Gates {
+    fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        for name in &self.names {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(self.path(name));
+        }
+    }
+}
+
+impl Gates {
+    /// A fresh directory holding the FIFOs `gates`.
+    pub fn new(gates: &[&str]) -> Gates {
+        let g = Gates {
+            dir: tempfile::tempdir().unwrap(),
+            names: gates.iter().map(|n| n.to_string()).collect(),
+        };
+        for name in gates {
+            let made = Command::new("mkfifo").arg(g.path(name)).status().unwrap();
+            assert!(made.success(), "mkfifo {name}");
+        }
+        g
+    }
+
+    /// The path of a gate or marker, for a command's script.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Lets the command waiting on `gate` go on (opening a FIFO waits for its reader).
+    pub fn open(&self, gate: &str) {
+        std::fs::write(self.path(gate), "go\n").unwrap();
+    }
+
+    /// Waits until a command made `mark` (polling, failing after 30 s).
+    pub fn wait_for(&self, mark: &str) {
+        let start = std::time::Instant::now();
+        while !self.path(mark).exists() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "{mark} never came"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 }
 
@@ -79,6 +160,17 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// The last line of a command's output, trimmed ("" when there is none): where the creating
+/// commands print the id they made.
+pub fn last_line(out: impl AsRef<[u8]>) -> String {
+    String::from_utf8_lossy(out.as_ref())
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 /// Deterministic pseudo-random bytes (xorshift), so tests need no RNG crate.

@@ -9,7 +9,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::{text, Env};
+use crate::common::{last_line, text, Env};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Node {
@@ -156,22 +156,13 @@ pub fn expect(env: &Env, session: &str, args: &[&str], code: i32) -> Output {
 /// Runs a command that must succeed; returns the last line of its stdout (the new id).
 pub fn ok(env: &Env, session: &str, args: &[&str]) -> String {
     let o = expect(env, session, args, 0);
-    last_line(&o)
-}
-
-pub fn last_line(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .to_string()
+    last_line(&o.stdout)
 }
 
 pub fn init(env: &Env) -> String {
     let o = env.run(&["init"]);
     assert_eq!(o.status.code(), Some(0), "init: {}", text(&o));
-    last_line(&o)
+    last_line(&o.stdout)
 }
 
 /// `rewind -s S checkpoint --message M`; returns the checkpoint id.

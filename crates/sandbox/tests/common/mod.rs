@@ -24,6 +24,57 @@ pub fn require_bwrap() {
     );
 }
 
+/// Polls `cond` every 10 ms until it holds, for at most `limit`; whether it held. For waiting
+/// on what another process does without guessing how long that takes on a loaded machine.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A FIFO a sandboxed command waits on (`read x < GATE`) until the test opens it.
+pub struct Gate(PathBuf);
+
+impl Gate {
+    pub fn new(path: PathBuf) -> Gate {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(
+            r,
+            0,
+            "mkfifo {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+        Gate(path)
+    }
+
+    /// Lets the waiting command go on (opening a FIFO waits for its reader).
+    pub fn open(&self) {
+        std::fs::write(&self.0, "go\n").unwrap();
+    }
+}
+
+/// A failing test must not leave a command blocked on the gate forever: it is opened on the
+/// way out, without waiting when nobody reads it.
+impl Drop for Gate {
+    fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.0);
+    }
+}
+
 fn init_env() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
