@@ -179,20 +179,7 @@ fn apply_patch_lists_each_file_once() {
     let patch = "--- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-one\n+two\n\
                  --- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-two\n+three\n";
     let apply = |args: &[&str]| {
-        let mut child = env
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(patch.as_bytes())
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
+        let o = common::output_with_stdin(&mut env.cmd(args), patch.as_bytes());
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         String::from_utf8(o.stdout).unwrap()
     };

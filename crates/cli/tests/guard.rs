@@ -9,15 +9,7 @@ use std::process::{Output, Stdio};
 use common::{last_line, text, Env};
 
 fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> Output {
-    let mut child = env
-        .cmd(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
+    common::output_with_stdin(&mut env.cmd(args), input)
 }
 
 fn abs(env: &Env, rel: &str) -> String {

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -46,14 +45,7 @@ fn run(env: &Env, with_c: bool, args: &[&str]) -> Output {
 }
 
 fn run_stdin(env: &Env, with_c: bool, args: &[&str], input: &[u8]) -> Output {
-    let mut child = from_sub(env, with_c, args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
+    common::output_with_stdin(&mut from_sub(env, with_c, args), input)
 }
 
 fn ok(o: Output) -> String {

@@ -12,16 +12,10 @@ use rewind_util::*;
 
 /// `rewind -s S write PATH` with `data` on stdin (a guarded write: read first).
 fn guarded_write(env: &Env, session: &str, rel: &str, data: &[u8]) {
-    use std::io::Write;
     expect(env, session, &["read", rel], 0);
     let mut c = env.cmd(&["-s", session, "write", rel]);
-    c.current_dir(env.root())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(data).unwrap();
-    let o = child.wait_with_output().unwrap();
+    c.current_dir(env.root());
+    let o = common::output_with_stdin(&mut c, data);
     assert_eq!(o.status.code(), Some(0), "write {rel}: {}", text(&o));
 }
 
