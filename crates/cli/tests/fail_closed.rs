@@ -319,33 +319,14 @@ fn sparse_files_are_restored_with_their_holes() {
 /// and rewinding the turn that made it keeps it and its files, and says so.
 #[test]
 fn an_unreadable_directory_is_uncovered_and_never_removed() {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: getuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::getuid() },
-        0,
-        "this test drops to an unprivileged uid and must start as root (CI does)"
-    );
     let env = Env::new();
     let root = env.root();
     write(root, "a.txt", b"a0\n");
-    let nobody = 65534;
-    for dir in [env.home.path(), root] {
-        Command::new("chown")
-            .args(["-R", &format!("{nobody}:{nobody}")])
-            .arg(dir)
-            .status()
-            .unwrap();
-    }
+    env.hand_to_nobody();
     let run = |args: &[&str]| -> std::process::Output {
         let mut all = vec!["-s", "A", "--json"];
         all.extend_from_slice(args);
-        env.cmd(&all)
-            .current_dir(root)
-            .uid(nobody)
-            .gid(nobody)
-            .output()
-            .unwrap()
+        env.run_as_nobody(&all)
     };
     let doc = |o: &std::process::Output| -> serde_json::Value {
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))

@@ -97,33 +97,16 @@ fn damaged_objects_refuse_the_restore_before_anything_is_written() {
 /// nothing changed, nothing for the next command to finish.
 #[test]
 fn a_directory_the_user_may_not_write_refuses_the_restore_whole() {
-    // SAFETY: getuid has no preconditions.
-    if unsafe { libc::getuid() } != 0 {
-        panic!("this test drops to an unprivileged uid and must start as root (CI does)");
-    }
     let env = Env::new();
     let root = env.root();
     write(root, "a.txt", b"a0\n");
     write(root, "locked/f.txt", b"f0\n");
     // Everything belongs to `nobody`, who runs every command below.
-    let nobody = 65534;
-    for dir in [env.home.path(), root] {
-        Command::new("chown")
-            .args(["-R", &format!("{nobody}:{nobody}")])
-            .arg(dir)
-            .status()
-            .unwrap();
-    }
+    env.hand_to_nobody();
     let run = |args: &[&str]| -> Output {
-        use std::os::unix::process::CommandExt;
         let mut all = vec!["-s", "A"];
         all.extend_from_slice(args);
-        env.cmd(&all)
-            .current_dir(root)
-            .uid(nobody)
-            .gid(nobody)
-            .output()
-            .unwrap()
+        env.run_as_nobody(&all)
     };
     assert_eq!(run(&["init"]).status.code(), Some(0));
     assert_eq!(

@@ -60,23 +60,21 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
         IgnoredPolicy::Skip => Some(Rules::for_root(root, &mut warnings)),
         IgnoredPolicy::Capture => None,
     };
-    let out = Mutex::new(HashMap::new());
-    let warn = Mutex::new(warnings);
-    let unreadable = Mutex::new(Vec::new());
-    rayon::scope(|s| {
-        walk_dir(
-            s,
-            root,
-            Vec::new(),
-            rules,
-            false,
-            old,
-            opts,
-            &out,
-            &warn,
-            &unreadable,
-        );
-    });
+    let sh = Shared {
+        root,
+        old,
+        opts,
+        out: Mutex::new(HashMap::new()),
+        warn: Mutex::new(warnings),
+        unreadable: Mutex::new(Vec::new()),
+    };
+    rayon::scope(|s| walk_dir(s, &sh, Vec::new(), rules, false));
+    let Shared {
+        out,
+        warn,
+        unreadable,
+        ..
+    } = sh;
     let mut dirs = out.into_inner().unwrap();
     for (rel, why) in unreadable.into_inner().unwrap() {
         dirs.remove(&rel);
@@ -111,22 +109,29 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn walk_dir<'s>(
-    scope: &rayon::Scope<'s>,
+/// What every directory's walk reads or adds to.
+struct Shared<'s> {
     root: &'s Path,
-    rel: Vec<u8>,
-    rules: Option<Arc<Rules>>,
-    // Inside an ignored directory that is walked because it was captured before: only what
-    // was captured before is captured.
-    under_ignored: bool,
     old: &'s State,
     opts: &'s WalkOptions<'s>,
-    out: &'s Mutex<HashMap<Vec<u8>, Vec<Found>>>,
-    warn: &'s Mutex<Vec<String>>,
-    // Directories that could not be listed and that the cache never knew.
-    unreadable: &'s Mutex<Vec<(Vec<u8>, String)>>,
+    out: Mutex<HashMap<Vec<u8>, Vec<Found>>>,
+    warn: Mutex<Vec<String>>,
+    /// Directories that could not be listed and that the cache never knew.
+    unreadable: Mutex<Vec<(Vec<u8>, String)>>,
+}
+
+/// Walks directory `rel`, spawning its subdirectories' walks. `under_ignored`: inside an
+/// ignored directory that is walked because it was captured before, so only what was captured
+/// before is captured.
+fn walk_dir<'s>(
+    scope: &rayon::Scope<'s>,
+    sh: &'s Shared<'s>,
+    rel: Vec<u8>,
+    rules: Option<Arc<Rules>>,
+    under_ignored: bool,
 ) {
+    let (root, old, opts) = (sh.root, sh.old, sh.opts);
+    let (out, warn, unreadable) = (&sh.out, &sh.warn, &sh.unreadable);
     let abs = relpath::to_path(root, &rel);
     let mut local_warn = Vec::new();
     let rules = match (&rules, rel.is_empty()) {
@@ -149,20 +154,7 @@ fn walk_dir<'s>(
                         || child_rules
                             .as_ref()
                             .is_some_and(|r| r.is_ignored(&relpath::to_path(root, &child), true));
-                    scope.spawn(move |s| {
-                        walk_dir(
-                            s,
-                            root,
-                            child,
-                            child_rules,
-                            ignored,
-                            old,
-                            opts,
-                            out,
-                            warn,
-                            unreadable,
-                        )
-                    });
+                    scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored));
                 }
             }
             if !local_warn.is_empty() {
@@ -326,20 +318,7 @@ fn walk_dir<'s>(
             }
             let child_rules = rules.clone();
             let ignored = ignored_dirs.contains(&f.stat.name);
-            scope.spawn(move |s| {
-                walk_dir(
-                    s,
-                    root,
-                    child,
-                    child_rules,
-                    ignored,
-                    old,
-                    opts,
-                    out,
-                    warn,
-                    unreadable,
-                )
-            });
+            scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored));
         }
     }
     if !local_warn.is_empty() {

@@ -153,6 +153,42 @@ impl Gates {
     }
 }
 
+/// The unprivileged user some tests run `rewind` as, to see what a user without permission
+/// sees (CI runs as root, which ignores permissions).
+pub const NOBODY: u32 = 65534;
+
+impl Env {
+    /// Hands the workspace and the state directory to [`NOBODY`]; the test must run as root.
+    pub fn hand_to_nobody(&self) {
+        // SAFETY: getuid has no preconditions.
+        assert_eq!(
+            unsafe { libc::getuid() },
+            0,
+            "this test drops to an unprivileged uid and must start as root (CI does)"
+        );
+        for dir in [self.home.path(), self.root.path()] {
+            let ok = Command::new("chown")
+                .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+                .arg(dir)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "chown {}", dir.display());
+        }
+    }
+
+    /// `rewind ARGS…` run as [`NOBODY`] in the workspace root.
+    pub fn run_as_nobody(&self, args: &[&str]) -> Output {
+        use std::os::unix::process::CommandExt;
+        self.cmd(args)
+            .current_dir(self.root())
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+            .unwrap()
+    }
+}
+
 /// Runs `cmd` with `input` on its standard input; stdout and stderr captured.
 pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
     use std::io::Write;
