@@ -216,3 +216,34 @@ fn a_directory_another_session_filled_is_kept_and_every_report_says_so() {
     assert_eq!(read_str(root, "d/a.txt"), "a\n");
     assert_eq!(read_str(root, "d/b.txt"), "b\n");
 }
+
+/// Session A's command creates `f.txt` empty, and before it writes the content, session B's
+/// checkpoint captures the tree: the empty file is attributed to A's running command. When A's
+/// command ends, its epoch's one change for `f.txt` must still start from "absent" (not from the
+/// empty file B's capture saw), so rewinding A deletes the file instead of leaving it empty.
+#[test]
+fn a_capture_in_the_middle_of_a_command_does_not_change_where_its_change_starts() {
+    let (env, a0, _) = setup();
+    let root = env.root();
+    let gates = common::Gates::new(&["go"]);
+    let script = format!(
+        "printf '' > f.txt; touch '{}'; cat '{}' > /dev/null; echo new > f.txt",
+        gates.path("paused").display(),
+        gates.path("go").display()
+    );
+    let mut a = env
+        .cmd(&["-s", "A", "exec", "--", "sh", "-c", &script])
+        .current_dir(root)
+        .spawn()
+        .unwrap();
+    gates.wait_for("paused");
+    checkpoint(&env, "B", "b-mid");
+    gates.open("go");
+    assert!(a.wait().unwrap().success());
+    assert_eq!(read_str(root, "f.txt"), "new\n");
+    expect(&env, "A", &["restore", &a0], 0);
+    assert!(
+        !root.join("f.txt").exists(),
+        "A's command created it: rewinding A removes it"
+    );
+}

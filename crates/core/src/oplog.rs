@@ -355,6 +355,15 @@ pub fn latest_change(
         .optional()?)
 }
 
+/// The change epoch `epoch` has recorded for `path`, if any.
+pub fn epoch_change(db: &Connection, epoch: &str, path: &[u8]) -> Result<Option<ChangeRow>, Error> {
+    let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.epoch = ?1 AND c.path = ?2");
+    Ok(db
+        .prepare_cached(&sql)?
+        .query_row(params![epoch, path], change_row)
+        .optional()?)
+}
+
 /// The oldest change to `path` recorded after `after_pos` (pending ones included).
 pub fn earliest_change(
     db: &Connection,

@@ -472,7 +472,23 @@ impl Workspace {
                 None => self.insert_external(session, pos)?,
             };
             for c in &found.changes {
-                oplog::insert_change(db, &epoch, pos, c, false)?;
+                // An epoch has one change per path, from the earliest state to the latest. An
+                // opaque epoch can already hold one for this path: another process's capture
+                // (a checkpoint) saw its command half-way (a file created, not yet written) and
+                // attributed that to it. Replacing the row would lose the first state: merge.
+                let merged = match oplog::epoch_change(db, &epoch, &c.path)? {
+                    Some(prev) if !prev.pending => Change {
+                        path: c.path.clone(),
+                        before: prev.change.before,
+                        after: c.after,
+                    },
+                    _ => c.clone(),
+                };
+                if same(&merged.before, &merged.after) {
+                    oplog::delete_change(db, &epoch, &c.path)?;
+                } else {
+                    oplog::insert_change(db, &epoch, pos, &merged, false)?;
+                }
             }
         }
         db.execute(
