@@ -240,7 +240,6 @@ fn a_workspace_and_the_state_directory_never_overlap() {
 #[test]
 fn a_payload_over_the_cap_is_refused() {
     let env = Env::new();
-    let root = env.root();
     init(&env);
     std::fs::write(
         env.home.path().join("config.toml"),
@@ -282,7 +281,6 @@ fn a_payload_over_the_cap_is_refused() {
         ],
         0,
     );
-    let _ = root;
 }
 
 /// A sparse file (10 MiB with 8 KiB of data) is restored sparse: the same bytes, and about as

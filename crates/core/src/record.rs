@@ -666,10 +666,6 @@ impl Workspace {
         if spec.paths.is_empty() {
             return self.begin_epoch_locked(session, spec, opaque_lock);
         }
-        // An exact epoch also covers the directories its paths need that do not exist yet: a
-        // tool that writes new/dir/f.txt creates new/ and new/dir/, and rewinding the epoch must
-        // remove them again (the guarded tools declare the directories they create the same
-        // way). Looked at under the lock, so what is absent now is what the tool will create.
         // A declared directory declares its whole subtree: every file's preimage is stored
         // now, so `rm -rf dir` inside the epoch is recorded file by file, bytes and all (what
         // is created inside it is found at settle).
@@ -684,35 +680,34 @@ impl Workspace {
         }
         paths.sort();
         paths.dedup();
+        // It also covers the directories its paths need that do not exist yet: a tool that
+        // writes new/dir/f.txt creates new/ and new/dir/, and rewinding the epoch must remove
+        // them again (the guarded tools declare the directories they create the same way).
+        // Looked at under the lock, so what is absent now is what the tool will create.
         let spec = EpochSpec {
-            paths,
+            paths: self.with_missing_parents(&root, paths)?,
             ..spec.clone()
         };
-        let mut spec = spec;
-        spec.paths = self.with_missing_parents(&spec.paths)?;
         self.begin_epoch_locked(session, &spec, opaque_lock)
     }
 
-    /// `paths`, then every ancestor of them that does not exist now, parents first.
-    fn with_missing_parents(&self, paths: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, Error> {
-        let root = self.rootdir()?;
-        let mut out = paths.to_vec();
-        for p in paths {
-            relpath::check(p)?;
+    /// `paths` (checked already), then every ancestor of them that does not exist now.
+    fn with_missing_parents(
+        &self,
+        root: &RootDir,
+        paths: Vec<Vec<u8>>,
+    ) -> Result<Vec<Vec<u8>>, Error> {
+        let mut out = paths.clone();
+        for p in &paths {
             for (i, _) in p.iter().enumerate().filter(|(_, b)| **b == b'/') {
                 let dir = &p[..i];
                 if out.iter().any(|o| o == dir) {
                     continue;
                 }
-                let absent = matches!(
-                    root.lstat(dir).map_err(|e| Error::Io {
-                        op: "inspecting",
-                        path: relpath::display(dir).into(),
-                        source: e,
-                    })?,
-                    Present::Absent
-                );
-                if absent {
+                let now = root
+                    .lstat(dir)
+                    .map_err(|e| io_error("inspecting", dir, e))?;
+                if now == Present::Absent {
                     out.push(dir.to_vec());
                 }
             }
