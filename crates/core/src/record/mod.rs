@@ -7,9 +7,8 @@
 //! and they are protected like any other change.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::Read;
 
-use rewind_store::{EntryKind, ObjectId, Store, Writer};
+use rewind_store::{EntryKind, ObjectId};
 
 use crate::capture::{self, Capture};
 use crate::entry::{Change, Entry};
@@ -19,6 +18,10 @@ use crate::scan::Progress;
 use crate::state::{State, StateStamp};
 use crate::workspace::{now_ns, random_hex, Workspace};
 use crate::{failpoint, relpath, Error};
+
+mod disk;
+use disk::io_error;
+pub(crate) use disk::{disk_entry, existed_before, same, subtree, tree_lookup, uncaptured_like};
 
 /// What to open.
 #[derive(Clone, Debug, Default)]
@@ -78,182 +81,12 @@ pub fn owner_alive(owner: &Owner) -> bool {
     }
 }
 
-/// The entry a path has on disk now. With a writer, its content is stored (a preimage).
-pub(crate) fn disk_entry(
-    root: &RootDir,
-    rel: &[u8],
-    writer: Option<&Writer>,
-    max_size: u64,
-) -> Result<Option<Entry>, Error> {
-    let io = |op, e| Error::Io {
-        op,
-        path: relpath::display(rel).into(),
-        source: e,
-    };
-    match root.lstat(rel).map_err(|e| io("inspecting", e))? {
-        Present::Absent => Ok(None),
-        // A directory this process cannot list: what is inside was never captured.
-        Present::Dir { .. } if !root.can_list(rel) => Ok(Some(Entry {
-            kind: EntryKind::Uncovered,
-            mode: 0,
-            size: 0,
-            id: ObjectId::ZERO,
-        })),
-        Present::Dir { mode } => Ok(Some(Entry {
-            kind: EntryKind::Dir,
-            mode,
-            size: 0,
-            id: ObjectId::ZERO,
-        })),
-        Present::Symlink => {
-            let text = root.read_link(rel).map_err(|e| io("reading link", e))?;
-            let id = match writer {
-                Some(w) => w.put_blob(&text)?,
-                None => ObjectId::compute(rewind_store::ObjectKind::Blob, &text),
-            };
-            Ok(Some(Entry {
-                kind: EntryKind::Symlink,
-                mode: 0o777,
-                size: text.len() as u64,
-                id,
-            }))
-        }
-        Present::File { mode } => {
-            let mut file = root.open_read(rel).map_err(|e| io("opening", e))?;
-            let size = file.metadata().map_err(|e| io("inspecting", e))?.len();
-            if size > max_size {
-                return Ok(Some(Entry {
-                    kind: EntryKind::Uncovered,
-                    mode: 0,
-                    size,
-                    id: ObjectId::ZERO,
-                }));
-            }
-            let (id, size) = match writer {
-                Some(w) => w.put_content(&mut file as &mut dyn Read)?,
-                None => rewind_store::content_id(&mut file)?,
-            };
-            Ok(Some(Entry {
-                kind: EntryKind::File,
-                mode,
-                size,
-                id,
-            }))
-        }
-        Present::Other => Ok(Some(Entry {
-            kind: EntryKind::Uncovered,
-            mode: 0,
-            size: 0,
-            id: ObjectId::ZERO,
-        })),
-    }
-}
-
 /// A checkpoint payload over `checkpoint.max_payload_size`.
 pub fn payload_too_large(len: u64, cap: u64) -> Error {
     Error::State(format!(
         "the payload is {len} bytes or more, over checkpoint.max_payload_size ({cap} bytes); \
          store less, or raise it in config.toml (for example `[checkpoint]\nmax_payload_size = \"256M\"`)"
     ))
-}
-
-fn io_error(op: &'static str, rel: &[u8], e: std::io::Error) -> Error {
-    Error::Io {
-        op,
-        path: relpath::display(rel).into(),
-        source: e,
-    }
-}
-
-/// Every path below directory `dir` (not `dir` itself), without following symlinks and without
-/// entering `.git` or Rewind's temporary files; parents before children.
-pub(crate) fn subtree(root: &RootDir, dir: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_vec()];
-    while let Some(d) = todo.pop() {
-        let mut names = root.list_dir(&d).map_err(|e| io_error("listing", &d, e))?;
-        names.sort();
-        for name in names {
-            if crate::scan::NEVER_CAPTURED.contains(&name.as_slice())
-                || name.starts_with(crate::fsops::TEMP_PREFIX.as_bytes())
-            {
-                continue;
-            }
-            let p = relpath::join(&d, &name);
-            if let Present::Dir { .. } =
-                root.lstat(&p).map_err(|e| io_error("inspecting", &p, e))?
-            {
-                todo.push(p.clone());
-            }
-            out.push(p);
-        }
-    }
-    Ok(out)
-}
-
-/// Whether what is at `rel` now was already there when a capture started at `ns` (coarse
-/// clock, ns since the Unix epoch), judged by its birth time: a path that capture did not list
-/// although it existed then was invisible to it (ignored, in an unreadable directory), so its
-/// earlier content was never stored. A renamed file keeps its birth time; a file written anew
-/// gets a new one. A file born in the same clock tick as the capture started counts as new (its
-/// bytes, if a restore removes it, are still stored by the restore's write-ahead, so `undo`
-/// brings it back). Where the file system reports no birth time: yes, never delete on doubt.
-pub(crate) fn existed_before(root: &std::path::Path, rel: &[u8], ns: i64) -> bool {
-    let Ok(meta) = std::fs::symlink_metadata(relpath::to_path(root, rel)) else {
-        return false; // gone: nothing to protect
-    };
-    match meta.created() {
-        Ok(born) => born
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(true, |d| (d.as_nanos() as i64) < ns),
-        Err(_) => true,
-    }
-}
-
-/// The "before" of a path that existed but whose content was never captured.
-pub(crate) fn uncaptured_like(now: &Entry) -> Entry {
-    Entry {
-        kind: EntryKind::Uncovered,
-        mode: 0,
-        size: now.size,
-        id: ObjectId::ZERO,
-    }
-}
-
-/// Two states of a path are the same (content, kind and mode; directories by kind and mode).
-pub(crate) fn same(a: &Option<Entry>, b: &Option<Entry>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(x), Some(y)) => x.same_as(y),
-        _ => false,
-    }
-}
-
-/// Looks a path up in a stored tree.
-pub(crate) fn tree_lookup(
-    store: &Store,
-    root: ObjectId,
-    rel: &[u8],
-) -> Result<Option<Entry>, Error> {
-    if root.is_zero() {
-        return Ok(None);
-    }
-    let mut tree = root;
-    let parts: Vec<&[u8]> = rel.split(|b| *b == b'/').collect();
-    for (i, part) in parts.iter().enumerate() {
-        let t = store.read_tree(&tree)?;
-        let Some(e) = t.get(part) else {
-            return Ok(None);
-        };
-        if i + 1 == parts.len() {
-            return Ok(Some(Entry::from_tree_entry(e)));
-        }
-        if e.kind != EntryKind::Dir {
-            return Ok(None);
-        }
-        tree = e.id;
-    }
-    Ok(None)
 }
 
 /// The last known state of `rel`, `None` inside meaning absent, outer `None` meaning never seen
