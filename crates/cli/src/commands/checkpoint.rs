@@ -25,7 +25,8 @@ pub struct Args {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     /// Stored with the checkpoint and returned by `restore --json` (e.g. the conversation);
-    /// relative to the current directory or -C DIR.
+    /// relative to the current directory or -C DIR. At most checkpoint.max_payload_size
+    /// (config; default 64M).
     #[arg(long, value_name = "F")]
     pub payload_file: Option<PathBuf>,
 }

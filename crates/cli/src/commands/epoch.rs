@@ -37,7 +37,8 @@ pub struct BeginArgs {
     #[arg(long, value_name = "ID")]
     pub tool_call: Option<String>,
     /// A path the tool will write (repeatable; relative to the current directory or -C DIR);
-    /// makes the epoch exact.
+    /// makes the epoch exact. A directory declares everything below it (and what is created
+    /// inside it is recorded too).
     #[arg(long = "path", value_name = "P")]
     pub paths: Vec<PathBuf>,
 }
