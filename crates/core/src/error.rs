@@ -1,3 +1,4 @@
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// Errors of the engine. Each variant is something a caller can act on.
@@ -31,8 +32,8 @@ pub enum Error {
     Workspace(String),
     /// A guarded write was refused (exit 5): a file never read in this session, or changed
     /// since it was read. Nothing was written.
-    #[error("refusing to write {}", crate::guard::describe_refusals(.0))]
-    Guard(Vec<crate::guard::GuardRefusal>),
+    #[error("refusing to write {}", crate::model::guard::describe_refusals(.0))]
+    Guard(Vec<crate::model::guard::GuardRefusal>),
     /// A guarded tool could not do what was asked (no match for an edit, a hunk that does not
     /// apply, not a regular file). Nothing was written.
     #[error("{path}: {message}")]
@@ -59,4 +60,30 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+impl Error {
+    /// An I/O error on `path`, for `map_err`: `.map_err(Error::io("reading", &path))`.
+    pub(crate) fn io<'a>(
+        op: &'static str,
+        path: impl AsRef<std::path::Path> + 'a,
+    ) -> impl FnOnce(std::io::Error) -> Error + 'a {
+        move |source| Error::Io {
+            op,
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+
+    /// An I/O error on a workspace-relative path.
+    pub(crate) fn io_rel<'a>(
+        op: &'static str,
+        rel: &'a [u8],
+    ) -> impl FnOnce(std::io::Error) -> Error + 'a {
+        move |source| Error::Io {
+            op,
+            path: std::path::PathBuf::from(std::ffi::OsStr::from_bytes(rel)),
+            source,
+        }
+    }
 }

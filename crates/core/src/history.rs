@@ -2,8 +2,8 @@
 
 use rewind_store::ObjectId;
 
-use crate::entry::Change;
-use crate::oplog::{self, CheckpointRow, EpochRow};
+use crate::db::oplog::{self, CheckpointRow, EpochRow};
+use crate::model::entry::Change;
 use crate::workspace::Workspace;
 use crate::Error;
 
@@ -89,12 +89,7 @@ impl Workspace {
 
     /// Epoch ids of restores whose journal is not finished.
     pub fn unfinished_restores(&self) -> Result<Vec<String>, Error> {
-        let db = self.db();
-        let mut st = db.prepare(
-            "SELECT epoch FROM journal WHERE state IN ('applying', 'rolling-back') ORDER BY id",
-        )?;
-        let rows = st.query_map([], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        crate::db::journal::unfinished(&self.db())
     }
 
     /// The bytes of a stored file or symlink (for diffs). Memory: the whole content.

@@ -1,59 +1,66 @@
-//! The Rewind engine: workspaces, capture (scan + stat cache + store), whole-tree snapshots and
-//! restore.
+//! The Rewind engine: workspaces, capture (scan + stat cache + store), the op log of epochs and
+//! checkpoints, per-session rewind, and the read-before-edit guard.
 //!
-//! Principles this crate keeps (see DESIGN.md): never touch the user's git; state lives in
-//! `$REWIND_HOME`, never in the workspace; cost proportional to change (the stat cache); fail
-//! closed (what cannot be captured is recorded as uncovered and never deleted or overwritten as
-//! if it were known); never write outside the root or through a symlink.
+//! Principles this crate keeps (see `docs/design.md`): never touch the user's git; state lives
+//! in `$REWIND_HOME`, never in the workspace; cost proportional to change (the stat cache);
+//! fail closed (what cannot be captured is recorded as uncovered and never deleted or
+//! overwritten as if it were known); never write outside the root or through a symlink.
+//!
+//! Layout, bottom to top; a module only imports modules below it (`tests/layout.rs` checks):
+//!
+//! | module      | what it is                                                              |
+//! |-------------|-------------------------------------------------------------------------|
+//! | `base`      | clock, random ids, failpoints, tracing, JSON helpers                    |
+//! | `model`     | the data model: entries, changes, op-log rows, guard refusals           |
+//! | `error`     | the engine's error                                                      |
+//! | `text`      | edits and patches on bytes                                              |
+//! | `config`    | the workspace's configuration file                                      |
+//! | `fs`        | relative paths, root-confined file operations, what a path holds        |
+//! | `db`        | every table and query: migrations, op log, journal, snapshots, guard    |
+//! | `capture`   | walking, the stat cache, hashing and storing a whole tree               |
+//! | `restore`   | a plan from one tree to another, and applying it on disk                |
+//! | `workspace` | open, registration, the lock, status and fsck                           |
+//! | `record`    | epochs and checkpoints, attributed to the session that made them        |
+//! | `rewind`    | restores of the op log: targets, journal, rollback, recovery            |
+//! | `history`   | the log as a front shows it                                             |
+//! | `guard`     | the guarded tools: read, check, write, edit, apply-patch                |
 
+mod base;
 mod capture;
 pub mod config;
 mod db;
-pub mod edit;
-mod entry;
 mod error;
-pub mod failpoint;
-mod fsops;
+mod fs;
 pub mod guard;
 mod history;
-mod home;
-mod ignore_rules;
-mod lock;
-pub mod oplog;
-pub mod patch;
+mod model;
 mod record;
-pub mod relpath;
 pub mod restore;
 mod rewind;
-mod scan;
-mod state;
-pub mod trace;
-mod watch;
+mod text;
 mod workspace;
 
+pub use base::{failpoint, trace};
+pub use fs::relpath;
+pub use text::{edit, patch};
+
+pub use capture::scan::Progress;
 pub use capture::{Capture, CaptureStats, Uncovered};
 pub use config::Config;
+pub use db::oplog;
 pub use edit::EditSpec;
-pub use entry::{Change, Entry, EntryView};
 pub use error::Error;
 pub use guard::{
-    ChangedBy, Edited, Fingerprint, GuardRefusal, LineRange, PatchOptions, Patched, PatchedFile,
-    ReadResult, RefusalKind, StagedWrite, ToolCall, WriteCheck,
+    Edited, LineRange, PatchOptions, Patched, PatchedFile, ReadResult, StagedWrite, ToolCall,
+    WriteCheck,
 };
 pub use history::LogItem;
-pub use home::rewind_home;
-pub use lock::WorkspaceLock;
-pub use oplog::{CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
+pub use model::entry::{Change, Entry, EntryView};
+pub use model::guard::{ChangedBy, Fingerprint, GuardRefusal, RefusalKind};
+pub use model::oplog::{CheckpointRow, EpochKind, EpochRow, EpochState, Owner, Snapshot};
 pub use record::{payload_too_large, EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
-pub use scan::Progress;
-pub use workspace::{OpenOptions, Snapshot, Status, Workspace};
-
-fn serde_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&String::from_utf8_lossy(p))
-}
-
-fn serde_id<S: serde::Serializer>(id: &rewind_store::ObjectId, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&id.to_hex())
-}
+pub use workspace::home::rewind_home;
+pub use workspace::lock::WorkspaceLock;
+pub use workspace::{OpenOptions, Status, Workspace};

@@ -11,15 +11,15 @@ use std::io;
 use rewind_store::{EntryKind, ObjectId, Store, Tree, TreeEntry};
 use serde::Serialize;
 
-use crate::entry::{Change, Entry, EntryView};
-use crate::fsops::{Present, RootDir};
-use crate::relpath;
+use crate::fs::relpath;
+use crate::fs::root::{Present, RootDir};
+use crate::model::entry::{Change, Entry, EntryView};
 use crate::Error;
 
 /// A path the plan leaves alone, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Skipped {
-    #[serde(serialize_with = "crate::serde_path")]
+    #[serde(serialize_with = "crate::base::serde_path")]
     pub path: Vec<u8>,
     pub reason: String,
 }
@@ -206,12 +206,9 @@ pub fn apply(
     let mut dir_modes: Vec<(&[u8], u32)> = Vec::new();
     for step in &plan.steps {
         let path = step.path.as_slice();
-        let io_err = |op: &'static str, e: io::Error| Error::Io {
-            op,
-            path: relpath::display(path).into(),
-            source: e,
-        };
-        let now = root.lstat(path).map_err(|e| io_err("inspecting", e))?;
+        let now = root
+            .lstat(path)
+            .map_err(Error::io_rel("inspecting", path))?;
         match step.after {
             None => {
                 match now {
@@ -219,7 +216,7 @@ pub fn apply(
                     Present::Dir { .. } => {
                         if !root
                             .remove_dir(path)
-                            .map_err(|e| io_err("removing directory", e))?
+                            .map_err(Error::io_rel("removing directory", path))?
                         {
                             done.kept.push(Skipped {
                                 path: path.to_vec(),
@@ -228,7 +225,9 @@ pub fn apply(
                             continue;
                         }
                     }
-                    _ => root.remove_file(path).map_err(|e| io_err("removing", e))?,
+                    _ => root
+                        .remove_file(path)
+                        .map_err(Error::io_rel("removing", path))?,
                 }
                 done.removed += 1;
             }
@@ -237,22 +236,22 @@ pub fn apply(
                     if let Present::Dir { .. } = now {
                         if !root
                             .remove_dir(path)
-                            .map_err(|e| io_err("removing directory", e))?
+                            .map_err(Error::io_rel("removing directory", path))?
                         {
-                            return Err(io_err(
-                                "replacing directory",
-                                io::Error::other("it still holds files Rewind does not track; move them away and retry"),
-                            ));
+                            return Err(Error::io_rel("replacing directory", path)(io::Error::other(
+                                "it still holds files Rewind does not track; move them away and retry",
+                            )));
                         }
                     }
                 }
                 match t.kind {
                     EntryKind::Dir => {
                         if !matches!(now, Present::Dir { .. } | Present::Absent) {
-                            root.remove_file(path).map_err(|e| io_err("removing", e))?;
+                            root.remove_file(path)
+                                .map_err(Error::io_rel("removing", path))?;
                         }
                         root.make_dir(path)
-                            .map_err(|e| io_err("creating directory", e))?;
+                            .map_err(Error::io_rel("creating directory", path))?;
                         dir_modes.push((path, t.mode));
                     }
                     EntryKind::File => {
@@ -269,7 +268,7 @@ pub fn apply(
                     EntryKind::Symlink => {
                         let text = store.read_blob(&t.id)?;
                         root.write_symlink(path, &text)
-                            .map_err(|e| io_err("creating symlink", e))?;
+                            .map_err(Error::io_rel("creating symlink", path))?;
                     }
                     EntryKind::Uncovered => continue,
                 }
@@ -277,7 +276,7 @@ pub fn apply(
             }
         }
         // Counted (`restore-after-step:N`): a restore stopped after its N-th change on disk.
-        crate::failpoint::hit("restore-after-step");
+        crate::base::failpoint::hit("restore-after-step");
     }
     // Deepest first, so a read-only directory is sealed after everything inside it.
     dir_modes.sort_by_key(|(p, _)| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));

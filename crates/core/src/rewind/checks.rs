@@ -9,10 +9,11 @@
 use rewind_store::EntryKind;
 
 use super::RewindOutcome;
-use crate::entry::{Change, Entry};
+use crate::fs::relpath;
+use crate::model::entry::{Change, Entry};
 use crate::restore::Skipped;
 use crate::workspace::Workspace;
-use crate::{relpath, Error};
+use crate::Error;
 
 impl Workspace {
     /// A directory the plan would delete stays if, on disk, it holds anything the plan does not
@@ -94,7 +95,7 @@ impl Workspace {
                 })?;
                 let fine = matches!(
                     now,
-                    crate::fsops::Present::Dir { .. } | crate::fsops::Present::Absent
+                    crate::fs::root::Present::Dir { .. } | crate::fs::root::Present::Absent
                 ) || made_dirs.contains(dir);
                 if !fine {
                     return Err(Error::Io {

@@ -8,17 +8,25 @@
 //! a crash converges and never overwrites a later edit. The epoch, its changes, the session head
 //! and the journal's completion are committed in one transaction at the end.
 
+mod apply;
+
+pub use apply::Recovered;
+
 use std::time::{Duration, Instant};
 
-use rewind_store::EntryKind;
+use rewind_store::{EntryKind, ObjectId};
 use serde::Serialize;
 
-use crate::entry::{Change, Entry, EntryView};
-use crate::oplog::{self, CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
+use crate::base::failpoint;
+use crate::base::{now_ns, random_hex};
+use crate::db::journal::{self, Journal};
+use crate::db::oplog::{self, CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
+use crate::fs::relpath;
+use crate::model::entry::{Change, Entry, EntryView};
 use crate::record::{disk_entry, same, this_process};
-use crate::restore::{self, ApplyOptions, RestorePlan, Skipped};
-use crate::workspace::{now_ns, random_hex, Workspace};
-use crate::{failpoint, relpath, Error};
+use crate::restore::{self, RestorePlan, Skipped};
+use crate::workspace::Workspace;
+use crate::Error;
 
 mod checks;
 
@@ -72,7 +80,7 @@ impl Target {
 /// A path whose current state is not what the rewound epochs left there.
 #[derive(Clone, Debug, Serialize)]
 pub struct Conflict {
-    #[serde(serialize_with = "crate::serde_path")]
+    #[serde(serialize_with = "crate::base::serde_path")]
     pub path: Vec<u8>,
     pub expected: Option<EntryView>,
     pub current: Option<EntryView>,
@@ -97,6 +105,36 @@ pub struct RewindOutcome {
 }
 
 impl Workspace {
+    /// Makes the workspace (or the `scope` paths in it) equal to the tree `target`, whoever
+    /// changed what; recorded as a restore epoch of the session `rewind`, so it can be undone.
+    pub fn restore_tree(
+        &self,
+        target: ObjectId,
+        scope: &[Vec<u8>],
+        dry_run: bool,
+    ) -> Result<RewindOutcome, Error> {
+        let point = CheckpointRow {
+            id: format!("tree {}", &target.to_hex()[..12]),
+            pos: 0,
+            session: String::new(),
+            message: None,
+            parent: None,
+            label: None,
+            root: target,
+            payload: None,
+            pinned: false,
+            created_ns: 0,
+        };
+        let opts = RewindOptions {
+            dry_run,
+            all: true,
+            mode: Mode::FilesOnly,
+            paths: scope.to_vec(),
+            ..Default::default()
+        };
+        self.restore("rewind", &Target::Checkpoint(point), &opts)
+    }
+
     /// Resolves an id prefix (epoch or checkpoint) or a message id of the session.
     pub fn resolve(&self, session: &str, text: &str) -> Result<Target, Error> {
         if text.is_empty() {
@@ -318,7 +356,7 @@ impl Workspace {
         session: &str,
         wait: Option<Duration>,
     ) -> Result<crate::WorkspaceLock, Error> {
-        let wait = wait.unwrap_or_else(crate::lock::default_wait);
+        let wait = wait.unwrap_or_else(crate::workspace::lock::default_wait);
         let deadline = Instant::now() + wait;
         loop {
             let lock = self.lock(
@@ -572,17 +610,16 @@ impl Workspace {
                     settled_ns: None,
                 },
             )?;
-            self.db().execute(
-                "INSERT INTO journal (epoch, session, plan, head, move_head, state, created_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'applying', ?6)",
-                rusqlite::params![
-                    epoch_id,
-                    session,
-                    encode_plan(&out.steps),
-                    out.head,
+            journal::insert(
+                &self.db(),
+                &epoch_id,
+                &Journal {
+                    session: session.to_string(),
+                    steps: out.steps.clone(),
+                    head: out.head.clone(),
                     move_head,
-                    now
-                ],
+                },
+                now,
             )?;
             Ok(())
         })?;
@@ -596,233 +633,6 @@ impl Workspace {
         out.epoch = Some(epoch_id);
         Ok(out)
     }
-
-    /// The journal row of a restore in `state`: session, steps, head, move_head.
-    fn journal(
-        &self,
-        epoch_id: &str,
-        state: &str,
-    ) -> Result<(String, Vec<Change>, Option<String>, bool), Error> {
-        let (session, plan, head, move_head): (String, Vec<u8>, Option<String>, bool) = self
-            .db()
-            .query_row(
-            "SELECT session, plan, head, move_head FROM journal WHERE epoch = ?1 AND state = ?2",
-            rusqlite::params![epoch_id, state],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )?;
-        let steps = decode_plan(&plan)
-            .ok_or_else(|| Error::State(format!("restore journal of {epoch_id} is damaged")))?;
-        Ok((session, steps, head, move_head))
-    }
-
-    /// Sorts `steps` by what the disk holds now: already at their target (done), still at
-    /// what the plan expected (to do), or changed by someone else meanwhile (left alone).
-    fn sort_by_disk(
-        &self,
-        root: &crate::fsops::RootDir,
-        steps: Vec<Change>,
-    ) -> Result<ByDisk, Error> {
-        let max = self.config().capture.max_file_size();
-        let is_dir = |e: &Option<Entry>| e.is_some_and(|e| e.kind == EntryKind::Dir);
-        let (mut done, mut todo, mut left) = (Vec::new(), Vec::new(), Vec::new());
-        for s in steps {
-            let current = disk_entry(root, &s.path, None, max)?;
-            if same(&current, &s.after) {
-                done.push(s);
-            } else if same(&current, &s.before)
-                // A directory is the plan's whatever its mode (modes are set last).
-                || (is_dir(&current) && (is_dir(&s.after) || is_dir(&s.before)))
-            {
-                todo.push(s);
-            } else {
-                left.push(Skipped {
-                    path: s.path.clone(),
-                    reason:
-                        "changed by someone else while the restore was interrupted; left as it is"
-                            .into(),
-                });
-            }
-        }
-        Ok(ByDisk { done, todo, left })
-    }
-
-    /// Applies (or re-applies, after a crash) a journalled restore and commits its result. If
-    /// a step fails, what was applied is rolled back (see [`Workspace::roll_back_journal`]).
-    fn apply_journal(&self, epoch_id: &str) -> Result<Vec<Skipped>, Error> {
-        let (session, steps, head, move_head) = self.journal(epoch_id, "applying")?;
-        let root = self.rootdir()?;
-        // A restore killed mid-write leaves temporary files beside its targets: remove those of
-        // dead processes before they could be mistaken for the user's.
-        root.remove_dead_temp_files_beside(steps.iter().map(|s| s.path.as_slice()));
-        // Only steps whose path is still what the plan expected; already-applied ones are done.
-        let ByDisk { done, todo, left } = self.sort_by_disk(&root, steps)?;
-        let applied = match restore::apply(
-            &root,
-            self.store(),
-            &RestorePlan {
-                steps: todo.clone(),
-                skipped: Vec::new(),
-            },
-            &ApplyOptions { durable: true },
-        ) {
-            Ok(applied) => applied,
-            Err(cause) => {
-                return Err(match self.roll_back_journal(epoch_id) {
-                    Ok(()) => Error::RolledBack(Box::new(cause)),
-                    Err(rollback) => Error::RollbackFailed {
-                        cause: Box::new(cause),
-                        rollback: Box::new(rollback),
-                    },
-                })
-            }
-        };
-        failpoint::hit("restore-before-done");
-        let now = now_ns();
-        self.transaction(|| {
-            let pos = oplog::next_pos(&self.db())?;
-            // What was kept (a directory that was not empty after all) did not change.
-            for s in done
-                .iter()
-                .chain(&todo)
-                .filter(|s| !applied.kept.iter().any(|k| k.path == s.path))
-            {
-                oplog::insert_change(&self.db(), epoch_id, pos, s, false)?;
-            }
-            oplog::settle_epoch(&self.db(), epoch_id, EpochState::Settled, false, now)?;
-            if move_head {
-                oplog::set_head(&self.db(), &session, head.as_deref())?;
-            }
-            self.db().execute(
-                "UPDATE journal SET state = 'done' WHERE epoch = ?1",
-                [epoch_id],
-            )?;
-            Ok(())
-        })?;
-        let mut kept = applied.kept;
-        kept.extend(left);
-        Ok(kept)
-    }
-
-    /// The restores whose journal is in `state`, oldest first (their epochs).
-    fn journals_in(&self, state: &str) -> Result<Vec<String>, Error> {
-        let db = self.db();
-        let mut st = db.prepare_cached("SELECT epoch FROM journal WHERE state = ?1 ORDER BY id")?;
-        let rows = st.query_map([state], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Puts back what a failed restore applied, from its journal: every step is inverted
-    /// ("make this path be what it was") and applied where the disk holds the step's target;
-    /// a path someone else changed since is left alone. The journal says `rolling-back` before
-    /// the first write, so a process killed during the rollback leaves it for the next command
-    /// to finish, never to roll forward. At the end the restore epoch and its changes are
-    /// deleted (it never happened) and the journal says `rolled-back`.
-    fn roll_back_journal(&self, epoch_id: &str) -> Result<(), Error> {
-        self.transaction(|| {
-            self.db().execute(
-                "UPDATE journal SET state = 'rolling-back' WHERE epoch = ?1 AND state = 'applying'",
-                [epoch_id],
-            )?;
-            Ok(())
-        })?;
-        let (_, steps, _, _) = self.journal(epoch_id, "rolling-back")?;
-        let root = self.rootdir()?;
-        root.remove_dead_temp_files_beside(steps.iter().map(|s| s.path.as_slice()));
-        let mut inverse: Vec<Change> = steps
-            .into_iter()
-            .map(|s| Change {
-                path: s.path,
-                before: s.after,
-                after: s.before,
-            })
-            .collect();
-        order_steps(&mut inverse);
-        let todo = self.sort_by_disk(&root, inverse)?.todo;
-        let apply = |steps: &[Change]| {
-            restore::apply(
-                &root,
-                self.store(),
-                &RestorePlan {
-                    steps: steps.to_vec(),
-                    skipped: Vec::new(),
-                },
-                &ApplyOptions { durable: true },
-            )
-        };
-        let first = todo.len().min(1);
-        apply(&todo[..first])?;
-        failpoint::hit("restore-rollback-after-step");
-        apply(&todo[first..])?;
-        self.transaction(|| {
-            let db = self.db();
-            db.execute("DELETE FROM changes WHERE epoch = ?1", [epoch_id])?;
-            db.execute("DELETE FROM epochs WHERE id = ?1", [epoch_id])?;
-            db.execute(
-                "UPDATE journal SET state = 'rolled-back' WHERE epoch = ?1",
-                [epoch_id],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// Finishes interrupted work: rolls journalled restores forward, then settles epochs whose
-    /// owning process died (their changes attributed to them, marked recovered). Every mutating
-    /// command calls this first, under the lock.
-    pub(crate) fn recover_locked(&self) -> Result<Recovered, Error> {
-        let mut rec = Recovered::default();
-        for epoch in self.journals_in("applying")? {
-            let left = self.apply_journal(&epoch)?;
-            rec.left.extend(left);
-            rec.restores.push(epoch);
-        }
-        // A failed restore whose rollback was interrupted is rolled back, never forward.
-        for epoch in self.journals_in("rolling-back")? {
-            self.roll_back_journal(&epoch)?;
-            rec.rolled_back.push(epoch);
-        }
-        let open = oplog::open_epochs(&self.db())?;
-        for e in open {
-            if matches!(e.owner, Owner::Process { .. }) && !crate::record::owner_alive(&e.owner) {
-                self.settle_locked(&e, EpochState::Settled, true)?;
-                rec.epochs.push(e.id);
-            }
-        }
-        Ok(rec)
-    }
-
-    /// `rewind recover`: the same, explicitly.
-    pub fn recover(&self) -> Result<Recovered, Error> {
-        let _lock = self.lock(crate::lock::default_wait(), "recover")?;
-        self.store().checkpoint_wal_on_close();
-        // Also index any pack in place but unindexed (every open only checks for writers that
-        // died while publishing).
-        self.store().adopt_orphans()?;
-        self.recover_locked()
-    }
-}
-
-/// A journal's steps sorted by what the disk holds now.
-struct ByDisk {
-    /// Already at their target.
-    done: Vec<Change>,
-    /// Still at what the plan expected: to apply.
-    todo: Vec<Change>,
-    /// Changed by someone else meanwhile: left alone.
-    left: Vec<Skipped>,
-}
-
-/// What `recover` finished.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Recovered {
-    /// Restores rolled forward (their epochs).
-    pub restores: Vec<String>,
-    /// Failed restores whose interrupted rollback was finished (their epochs, now deleted).
-    pub rolled_back: Vec<String>,
-    /// Steps of the restores rolled forward that were not done: paths someone changed while
-    /// the restore was interrupted, or directories that still hold files. Left as they are.
-    pub left: Vec<Skipped>,
-    /// Epochs of dead processes settled.
-    pub epochs: Vec<String>,
 }
 
 fn in_scope(path: &[u8], scope: &[Vec<u8>]) -> bool {
@@ -848,60 +658,6 @@ fn order_steps(steps: &mut [Change]) {
                 .then(a.path.cmp(&b.path)),
         }
     });
-}
-
-fn put_entry(out: &mut Vec<u8>, e: &Option<Entry>) {
-    match e {
-        None => out.push(0),
-        Some(e) => {
-            out.push(e.kind as u8);
-            out.extend_from_slice(&e.mode.to_le_bytes());
-            out.extend_from_slice(&e.size.to_le_bytes());
-            out.extend_from_slice(&e.id.0);
-        }
-    }
-}
-
-/// Journal plan encoding: `u32` count, then per step `u32` path length, path, and two entries
-/// (`u8` kind, 0 = absent; then `u32` mode, `u64` size, 32-byte id).
-fn encode_plan(steps: &[Change]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&(steps.len() as u32).to_le_bytes());
-    for s in steps {
-        out.extend_from_slice(&(s.path.len() as u32).to_le_bytes());
-        out.extend_from_slice(&s.path);
-        put_entry(&mut out, &s.before);
-        put_entry(&mut out, &s.after);
-    }
-    out
-}
-
-fn decode_plan(data: &[u8]) -> Option<Vec<Change>> {
-    let mut r = rewind_store::ByteReader::new(data);
-    let n = r.u32()? as usize;
-    let mut steps = Vec::with_capacity(n.min(1 << 20));
-    for _ in 0..n {
-        let len = r.u32()? as usize;
-        let path = r.take(len)?.to_vec();
-        let mut entries = [None, None];
-        for slot in &mut entries {
-            let kind = r.u8()?;
-            if kind != 0 {
-                *slot = Some(Entry {
-                    kind: EntryKind::from_u8(kind)?,
-                    mode: r.u32()?,
-                    size: r.u64()?,
-                    id: r.id()?,
-                });
-            }
-        }
-        steps.push(Change {
-            path,
-            before: entries[0],
-            after: entries[1],
-        });
-    }
-    r.is_done().then_some(steps)
 }
 
 #[cfg(test)]
@@ -948,6 +704,7 @@ mod tests {
         order_steps(&mut steps);
         let order: Vec<&[u8]> = steps.iter().map(|s| s.path.as_slice()).collect();
         assert_eq!(order, vec![&b"x/y"[..], b"x", b"a", b"a/b"]);
-        assert_eq!(decode_plan(&encode_plan(&steps)).unwrap(), steps);
+        let plan = crate::db::journal::encode_plan(&steps);
+        assert_eq!(crate::db::journal::decode_plan(&plan).unwrap(), steps);
     }
 }

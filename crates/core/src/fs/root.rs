@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
-use crate::relpath;
+use crate::fs::relpath;
 
 /// The workspace root, opened once.
 pub struct RootDir {
@@ -467,7 +467,7 @@ fn rename_into_place(
 ) -> io::Result<std::fs::Metadata> {
     let result = (|| {
         let meta = file.metadata()?;
-        crate::failpoint::hit("write-before-rename");
+        crate::base::failpoint::hit("write-before-rename");
         rename_at(dir, tmp, name)?;
         Ok(meta)
     })();

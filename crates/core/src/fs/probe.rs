@@ -6,9 +6,10 @@ use std::io::Read;
 
 use rewind_store::{EntryKind, ObjectId, Store, Writer};
 
-use crate::entry::Entry;
-use crate::fsops::{Present, RootDir};
-use crate::{relpath, Error};
+use crate::fs::relpath;
+use crate::fs::root::{Present, RootDir};
+use crate::model::entry::Entry;
+use crate::Error;
 
 /// The entry a path has on disk now. With a writer, its content is stored (a preimage).
 pub(crate) fn disk_entry(
@@ -17,12 +18,7 @@ pub(crate) fn disk_entry(
     writer: Option<&Writer>,
     max_size: u64,
 ) -> Result<Option<Entry>, Error> {
-    let io = |op, e| Error::Io {
-        op,
-        path: relpath::display(rel).into(),
-        source: e,
-    };
-    match root.lstat(rel).map_err(|e| io("inspecting", e))? {
+    match root.lstat(rel).map_err(Error::io_rel("inspecting", rel))? {
         Present::Absent => Ok(None),
         // A directory this process cannot list: what is inside was never captured.
         Present::Dir { .. } if !root.can_list(rel) => Ok(Some(Entry {
@@ -38,7 +34,9 @@ pub(crate) fn disk_entry(
             id: ObjectId::ZERO,
         })),
         Present::Symlink => {
-            let text = root.read_link(rel).map_err(|e| io("reading link", e))?;
+            let text = root
+                .read_link(rel)
+                .map_err(Error::io_rel("reading link", rel))?;
             let id = match writer {
                 Some(w) => w.put_blob(&text)?,
                 None => ObjectId::compute(rewind_store::ObjectKind::Blob, &text),
@@ -51,8 +49,11 @@ pub(crate) fn disk_entry(
             }))
         }
         Present::File { mode } => {
-            let mut file = root.open_read(rel).map_err(|e| io("opening", e))?;
-            let size = file.metadata().map_err(|e| io("inspecting", e))?.len();
+            let mut file = root.open_read(rel).map_err(Error::io_rel("opening", rel))?;
+            let size = file
+                .metadata()
+                .map_err(Error::io_rel("inspecting", rel))?
+                .len();
             if size > max_size {
                 return Ok(Some(Entry {
                     kind: EntryKind::Uncovered,
@@ -81,32 +82,22 @@ pub(crate) fn disk_entry(
     }
 }
 
-pub(super) fn io_error(op: &'static str, rel: &[u8], e: std::io::Error) -> Error {
-    Error::Io {
-        op,
-        path: relpath::display(rel).into(),
-        source: e,
-    }
-}
-
 /// Every path below directory `dir` (not `dir` itself), without following symlinks and without
 /// entering `.git` or Rewind's temporary files; parents before children.
 pub(crate) fn subtree(root: &RootDir, dir: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_vec()];
     while let Some(d) = todo.pop() {
-        let mut names = root.list_dir(&d).map_err(|e| io_error("listing", &d, e))?;
+        let mut names = root.list_dir(&d).map_err(Error::io_rel("listing", &d))?;
         names.sort();
         for name in names {
-            if crate::scan::NEVER_CAPTURED.contains(&name.as_slice())
-                || name.starts_with(crate::fsops::TEMP_PREFIX.as_bytes())
+            if crate::fs::NEVER_CAPTURED.contains(&name.as_slice())
+                || name.starts_with(crate::fs::root::TEMP_PREFIX.as_bytes())
             {
                 continue;
             }
             let p = relpath::join(&d, &name);
-            if let Present::Dir { .. } =
-                root.lstat(&p).map_err(|e| io_error("inspecting", &p, e))?
-            {
+            if let Present::Dir { .. } = root.lstat(&p).map_err(Error::io_rel("inspecting", &p))? {
                 todo.push(p.clone());
             }
             out.push(p);

@@ -29,18 +29,13 @@ pub fn default_wait() -> Duration {
 }
 
 pub fn acquire(path: &Path, wait: Duration, what: &str) -> Result<WorkspaceLock, Error> {
-    let io = |op, e| Error::Io {
-        op,
-        path: path.to_path_buf(),
-        source: e,
-    };
     let mut file = File::options()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)
-        .map_err(|e| io("opening", e))?;
+        .map_err(Error::io("opening", path))?;
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_millis(2);
     loop {
@@ -62,7 +57,7 @@ pub fn acquire(path: &Path, wait: Duration, what: &str) -> Result<WorkspaceLock,
                 std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
                 pause = (pause * 2).min(Duration::from_millis(50));
             }
-            Err(TryLockError::Error(e)) => return Err(io("locking", e)),
+            Err(TryLockError::Error(e)) => return Err(Error::io("locking", path)(e)),
         }
     }
     // Who holds it, for the "busy" message of others. Informational only: the lock is the flock.

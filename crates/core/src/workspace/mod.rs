@@ -6,24 +6,28 @@
 //! device and inode are recorded and checked on every open, so a directory that was deleted and
 //! re-created (or a different one mounted in its place) is never mistaken for the old one.
 
+pub(crate) mod home;
+pub mod lock;
+
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use rewind_store::{EntryKind, FsckReport, ObjectId, Store, StoreConfig, StoreStats};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
+use crate::capture::scan::Progress;
+use crate::capture::state::State;
 use crate::capture::{Capture, CaptureOptions, Uncovered};
 use crate::config::Config;
-use crate::lock::{self, WorkspaceLock};
-use crate::oplog::CheckpointRow;
-use crate::rewind::{Mode, RewindOptions, RewindOutcome, Target};
-use crate::scan::Progress;
-use crate::state::State;
-use crate::{db, relpath, Error};
+use crate::db::oplog;
+use crate::fs::relpath;
+use crate::model::oplog::Snapshot;
+use crate::{db, Error};
+use lock::WorkspaceLock;
 
 /// How to open a workspace.
 #[derive(Clone, Debug, Default)]
@@ -65,11 +69,11 @@ pub struct Workspace {
     /// Held while this process runs an opaque epoch (see `record::begin_epoch`).
     pub(crate) opaque: std::cell::RefCell<Option<(String, WorkspaceLock)>>,
     /// The watcher of this process's open opaque epoch, if it could be armed.
-    pub(crate) watcher: std::cell::RefCell<Option<(String, crate::watch::Watcher)>>,
+    pub(crate) watcher: std::cell::RefCell<Option<(String, crate::capture::watch::Watcher)>>,
     /// The stat cache this process last loaded or saved, and which file it matches: an
     /// `exec` captures before and after its command, and the second capture takes the state
     /// the first one left instead of reading it again (see `Workspace::take_state`).
-    pub(crate) state_cache: std::cell::RefCell<Option<(crate::state::StateStamp, State)>>,
+    pub(crate) state_cache: std::cell::RefCell<Option<(crate::capture::state::StateStamp, State)>>,
     /// Inside [`Workspace::relaxed`]: commits do not flush.
     pub(crate) relaxed: std::cell::Cell<bool>,
 }
@@ -78,29 +82,9 @@ impl Drop for Workspace {
     fn drop(&mut self) {
         // The kept stat cache: one small allocation per file.
         if let Some(kept) = self.state_cache.get_mut().take() {
-            drop_in_background(kept);
+            crate::base::drop_in_background(kept);
         }
     }
-}
-
-/// Frees `v` on a thread of its own: for the large maps of one small allocation per file (the
-/// stat cache, a walk's findings) that a command would otherwise free on its way to the exit,
-/// 7-10 ms at 100k files. A process that exits right after does not wait for it; if no thread
-/// can be started, `v` is freed here.
-pub(crate) fn drop_in_background<T: Send + 'static>(v: T) {
-    let _ = std::thread::Builder::new()
-        .name("rewind-free".into())
-        .spawn(move || drop(v));
-}
-
-/// A recorded whole-tree snapshot.
-#[derive(Clone, Debug, Serialize)]
-pub struct Snapshot {
-    pub seq: i64,
-    #[serde(serialize_with = "crate::serde_id")]
-    pub root: ObjectId,
-    pub created_ns: i64,
-    pub label: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -112,7 +96,7 @@ pub struct Status {
     pub snapshots: i64,
     pub last_snapshot: Option<Snapshot>,
     pub sessions: Vec<SessionHead>,
-    pub open_epochs: Vec<crate::oplog::EpochRow>,
+    pub open_epochs: Vec<crate::db::oplog::EpochRow>,
     /// Restores whose journal is not finished (the next command rolls them forward).
     pub unfinished_restores: Vec<String>,
     pub uncovered: Vec<Uncovered>,
@@ -141,13 +125,6 @@ impl From<StoreStats> for StoreStatsView {
             raw_bytes: s.raw_bytes,
         }
     }
-}
-
-pub(crate) fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
 }
 
 /// The paths under tree `id` whose content is in `bad` (or whose tree cannot be read);
@@ -181,18 +158,6 @@ fn damaged_paths(
     }
 }
 
-/// A fresh 16-hex-digit id for epochs and checkpoints.
-pub(crate) fn random_hex() -> String {
-    let mut buf = [0u8; 8];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        let _ = std::io::Read::read_exact(&mut f, &mut buf);
-    }
-    if buf == [0; 8] {
-        buf = now_ns().to_le_bytes();
-    }
-    hex::encode(buf)
-}
-
 /// Looks for an epoch or checkpoint id in the other workspaces under the same state directory;
 /// returns that workspace's root.
 pub(crate) fn find_in_other_workspaces(ws: &Workspace, id: &str) -> Option<String> {
@@ -209,7 +174,7 @@ pub(crate) fn find_in_other_workspaces(ws: &Workspace, id: &str) -> Option<Strin
         let Ok(conn) = Connection::open_with_flags(path.join("meta.sqlite"), flags) else {
             continue;
         };
-        if let Ok(hits) = crate::oplog::ids_with_prefix(&conn, id) {
+        if let Ok(hits) = crate::db::oplog::ids_with_prefix(&conn, id) {
             if !hits.is_empty() {
                 let ident: Option<Identity> = std::fs::read(path.join("workspace.json"))
                     .ok()
@@ -225,40 +190,13 @@ pub(crate) fn find_in_other_workspaces(ws: &Workspace, id: &str) -> Option<Strin
     None
 }
 
-fn random_id() -> Result<String, Error> {
-    let mut buf = [0u8; 16];
-    let path = Path::new("/dev/urandom");
-    std::io::Read::read_exact(
-        &mut std::fs::File::open(path).map_err(|e| Error::Io {
-            op: "opening",
-            path: path.into(),
-            source: e,
-        })?,
-        &mut buf,
-    )
-    .map_err(|e| Error::Io {
-        op: "reading",
-        path: path.into(),
-        source: e,
-    })?;
-    Ok(hex::encode(buf))
-}
-
-fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
-    move |e| Error::Io {
-        op,
-        path: path.to_path_buf(),
-        source: e,
-    }
-}
-
 impl Workspace {
     /// Opens the workspace rooted at `root`, registering it on first use.
     pub fn open(root: &Path, opts: &OpenOptions) -> Result<Workspace, Error> {
         let root = std::fs::canonicalize(root).map_err(|e| {
             Error::Workspace(format!("cannot use {} as a workspace: {e}", root.display()))
         })?;
-        let meta = std::fs::metadata(&root).map_err(io("inspecting", &root))?;
+        let meta = std::fs::metadata(&root).map_err(Error::io("inspecting", &root))?;
         if !meta.is_dir() {
             return Err(Error::Workspace(format!(
                 "{} is not a directory",
@@ -270,9 +208,9 @@ impl Workspace {
             Some(h) => h.clone(),
             None => crate::rewind_home()?,
         };
-        std::fs::create_dir_all(home.join("roots")).map_err(io("creating", &home))?;
-        std::fs::create_dir_all(home.join("workspaces")).map_err(io("creating", &home))?;
-        let home = std::fs::canonicalize(&home).map_err(io("resolving", &home))?;
+        std::fs::create_dir_all(home.join("roots")).map_err(Error::io("creating", &home))?;
+        std::fs::create_dir_all(home.join("workspaces")).map_err(Error::io("creating", &home))?;
+        let home = std::fs::canonicalize(&home).map_err(Error::io("resolving", &home))?;
         if home.starts_with(&root) {
             return Err(Error::Workspace(format!(
                 "the state directory {} is inside the workspace {}; set REWIND_HOME to a directory outside it",
@@ -364,6 +302,34 @@ impl Workspace {
         self.store.db()
     }
 
+    /// The root directory, opened for root-confined file operations.
+    pub(crate) fn rootdir(&self) -> Result<crate::fs::root::RootDir, Error> {
+        crate::fs::root::RootDir::open(self.root()).map_err(Error::io("opening", self.root()))
+    }
+
+    /// Runs `f` in one transaction of the metadata database (see [`db::transaction`]).
+    pub(crate) fn transaction<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        db::transaction(&self.db(), f)
+    }
+
+    /// Runs `f` with commits that do not flush (see [`db::set_durable`]). For commits whose
+    /// loss is repaired from the disk (an exact epoch's settle) or only ever makes Rewind more
+    /// cautious (the guard's fingerprints). Nests: an inner call leaves the outer's setting.
+    pub(crate) fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        // The connection runs durable (`open_database`) outside these sections.
+        if self.relaxed.get() {
+            return f();
+        }
+        db::set_durable(&self.db(), false)?;
+        self.relaxed.set(true);
+        let r = f();
+        self.relaxed.set(false);
+        let restore = db::set_durable(&self.db(), true);
+        let v = r?;
+        restore?;
+        Ok(v)
+    }
+
     pub(crate) fn capture_options<'a>(&self, progress: Option<&'a Progress>) -> CaptureOptions<'a> {
         CaptureOptions {
             ignored: self.config.capture.ignored(),
@@ -388,63 +354,20 @@ impl Workspace {
         self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
         let mut found = self.capture_found(progress)?;
-        crate::failpoint::hit("capture-before-record");
+        crate::base::failpoint::hit("capture-before-record");
         let pos = self.transaction(|| self.record_found(&found, label, None))?;
-        crate::failpoint::hit("capture-before-state");
+        crate::base::failpoint::hit("capture-before-state");
         self.save_state(&mut found)?;
         Ok((found.capture, pos))
     }
 
     pub fn snapshots(&self) -> Result<Vec<Snapshot>, Error> {
-        let db = self.db();
-        let mut stmt =
-            db.prepare("SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq")?;
-        let rows = stmt.query_map([], snapshot_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Makes the workspace (or the `scope` paths in it) equal to the tree `target`, whoever
-    /// changed what; recorded as a restore epoch of the session `rewind`, so it can be undone.
-    pub fn restore_tree(
-        &self,
-        target: ObjectId,
-        scope: &[Vec<u8>],
-        dry_run: bool,
-    ) -> Result<RewindOutcome, Error> {
-        let point = CheckpointRow {
-            id: format!("tree {}", &target.to_hex()[..12]),
-            pos: 0,
-            session: String::new(),
-            message: None,
-            parent: None,
-            label: None,
-            root: target,
-            payload: None,
-            pinned: false,
-            created_ns: 0,
-        };
-        let opts = RewindOptions {
-            dry_run,
-            all: true,
-            mode: Mode::FilesOnly,
-            paths: scope.to_vec(),
-            ..Default::default()
-        };
-        self.restore("rewind", &Target::Checkpoint(point), &opts)
+        db::snapshots::all(&self.db())
     }
 
     pub fn status(&self) -> Result<Status, Error> {
-        let snapshots: i64 = self
-            .db()
-            .query_row("SELECT count(*) FROM snapshots", [], |r| r.get(0))?;
-        let last = self
-            .db()
-            .query_row(
-                "SELECT seq, root, created_ns, label FROM snapshots ORDER BY seq DESC LIMIT 1",
-                [],
-                snapshot_row,
-            )
-            .ok();
+        let snapshots = db::snapshots::count(&self.db())?;
+        let last = db::snapshots::last(&self.db())?;
         let state = State::load(&self.state_path());
         let mut uncovered = Vec::new();
         for (dir, entries) in &state.dirs {
@@ -504,7 +427,7 @@ impl Workspace {
                 stack.push((s.root, format!("snapshot {} ({})", s.seq, s.label)));
             }
         }
-        let checkpoints = crate::oplog::checkpoints(&self.db(), None, i64::MAX)?;
+        let checkpoints = crate::db::oplog::checkpoints(&self.db(), None, i64::MAX)?;
         for c in &checkpoints {
             if !c.root.is_zero() {
                 stack.push((c.root, format!("checkpoint {}", c.id)));
@@ -523,20 +446,7 @@ impl Workspace {
         }
         // Every content an epoch recorded must still be there: it is what a rewind writes.
         let db = self.db();
-        let mut st =
-            db.prepare("SELECT epoch, path, pre_kind, pre_id, post_kind, post_id FROM changes")?;
-        let rows = st.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Vec<u8>>(1)?,
-                r.get::<_, Option<i64>>(2)?,
-                r.get::<_, Option<Vec<u8>>>(3)?,
-                r.get::<_, Option<i64>>(4)?,
-                r.get::<_, Option<Vec<u8>>>(5)?,
-            ))
-        })?;
-        for row in rows {
-            let (epoch, path, pk, pid, ak, aid) = row?;
+        for (epoch, path, pk, pid, ak, aid) in oplog::all_change_ids(&db)? {
             for (kind, id) in [(pk, pid), (ak, aid)] {
                 let is_content = matches!(
                     kind.and_then(|k| EntryKind::from_u8(k as u8)),
@@ -553,7 +463,6 @@ impl Workspace {
                 }
             }
         }
-        drop(st);
         while let Some((id, what)) = stack.pop() {
             if !seen.insert(id) {
                 continue;
@@ -609,16 +518,6 @@ impl Workspace {
     }
 }
 
-fn snapshot_row(r: &rusqlite::Row) -> rusqlite::Result<Snapshot> {
-    let root: Vec<u8> = r.get(1)?;
-    Ok(Snapshot {
-        seq: r.get(0)?,
-        root: ObjectId(root.try_into().unwrap_or([0; 32])),
-        created_ns: r.get(2)?,
-        label: r.get(3)?,
-    })
-}
-
 fn refuse_broad_root(root: &Path, force: bool) -> Result<(), Error> {
     if force {
         return Ok(());
@@ -668,9 +567,9 @@ fn register(
             _ => {}
         }
     }
-    let id = random_id()?;
+    let id = crate::base::random_id().map_err(Error::io("reading", "/dev/urandom"))?;
     let dir = home.join("workspaces").join(&id);
-    std::fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
+    std::fs::create_dir_all(&dir).map_err(Error::io("creating", &dir))?;
     let ident = Identity {
         id: id.clone(),
         root: root.display().to_string(),
@@ -678,19 +577,19 @@ fn register(
         dev: meta.dev(),
         ino: meta.ino(),
         btime_ns: birth_ns(meta),
-        created_ns: now_ns(),
+        created_ns: crate::base::now_ns(),
     };
     let ident_path = dir.join("workspace.json");
     std::fs::write(
         &ident_path,
         serde_json::to_vec_pretty(&ident).expect("serializable"),
     )
-    .map_err(io("writing", &ident_path))?;
+    .map_err(Error::io("writing", &ident_path))?;
     // Publish: write a temp pointer, then hard-link it into place (fails if another process won).
     let tmp = home.join("roots").join(format!("{key}.{id}.tmp"));
-    std::fs::write(&tmp, format!("{id}\n")).map_err(io("writing", &tmp))?;
+    std::fs::write(&tmp, format!("{id}\n")).map_err(Error::io("writing", &tmp))?;
     if force {
-        std::fs::rename(&tmp, &pointer).map_err(io("registering", &pointer))?;
+        std::fs::rename(&tmp, &pointer).map_err(Error::io("registering", &pointer))?;
         return Ok((id, true));
     }
     let linked = std::fs::hard_link(&tmp, &pointer);
@@ -701,11 +600,11 @@ fn register(
             // Lost the race: use the winner's registration.
             let _ = std::fs::remove_dir_all(&dir);
             let id = std::fs::read_to_string(&pointer)
-                .map_err(io("reading", &pointer))?
+                .map_err(Error::io("reading", &pointer))?
                 .trim()
                 .to_string();
             Ok((id, false))
         }
-        Err(e) => Err(io("registering", &pointer)(e)),
+        Err(e) => Err(Error::io("registering", &pointer)(e)),
     }
 }

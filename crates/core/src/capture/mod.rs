@@ -4,6 +4,11 @@
 //! Cost is proportional to change: unchanged files are vouched for by the stat cache and never
 //! read; unchanged directories keep their cached tree id and are not re-encoded.
 
+pub(crate) mod ignore_rules;
+pub mod scan;
+pub(crate) mod state;
+pub(crate) mod watch;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
@@ -16,11 +21,11 @@ use rayon::prelude::*;
 use rewind_store::{CommitStats, EntryKind, ObjectId, Store, Tree, TreeEntry, Writer};
 
 use crate::config::IgnoredPolicy;
-use crate::entry::{Change, Entry};
-use crate::relpath;
-use crate::scan::{self, Found, Progress, WalkOptions};
-use crate::state::{StatEntry, State};
+use crate::fs::relpath;
+use crate::model::entry::{Change, Entry};
 use crate::Error;
+use scan::{Found, Progress, WalkOptions};
+use state::{StatEntry, State};
 
 pub struct CaptureOptions<'a> {
     pub ignored: IgnoredPolicy,
@@ -28,15 +33,15 @@ pub struct CaptureOptions<'a> {
     pub time_budget: Option<Duration>,
     pub progress: Option<&'a Progress>,
     /// From a watcher: only these directories changed.
-    pub dirty: Option<&'a crate::watch::Dirty>,
+    pub dirty: Option<&'a crate::capture::watch::Dirty>,
     /// Watch every directory the walk reads, just before reading it.
-    pub watch: Option<&'a crate::watch::Watcher>,
+    pub watch: Option<&'a crate::capture::watch::Watcher>,
 }
 
 /// A path that exists but whose content is not in the store.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Uncovered {
-    #[serde(serialize_with = "crate::serde_path")]
+    #[serde(serialize_with = "crate::base::serde_path")]
     pub path: Vec<u8>,
     pub size: u64,
     pub reason: String,
@@ -88,7 +93,7 @@ pub(crate) fn coarse_now_ns() -> i64 {
     };
     // SAFETY: clock_gettime into a valid timespec.
     if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } != 0 {
-        return crate::workspace::now_ns();
+        return crate::base::now_ns();
     }
     // (`time_t` and `c_long` are i64 on the 64-bit targets the sandbox and tests run on.)
     #[allow(clippy::useless_conversion)]
@@ -115,12 +120,12 @@ pub(crate) fn capture(
         },
     );
     let mut dirs = walk.dirs;
-    crate::trace::phase("capture: walk");
+    crate::base::trace::phase("capture: walk");
     if unchanged(&dirs, old) {
         // Nothing to hash, no tree to build, no new cache to diff: the usual case of an
         // `exec` whose command changed nothing, and of every capture with no edits since.
         let entries = dirs.values().map(|e| e.len() as u64).sum();
-        crate::workspace::drop_in_background(dirs);
+        crate::base::drop_in_background(dirs);
         return Ok(Capture {
             root: old.root,
             state: State::default(),
@@ -154,7 +159,7 @@ pub(crate) fn capture(
             ((*dir).clone(), *i, r)
         })
         .collect();
-    crate::trace::phase("capture: hash");
+    crate::base::trace::phase("capture: hash");
     let mut stats = CaptureStats::default();
     for (dir, i, r) in results {
         let f = r?;
@@ -166,9 +171,9 @@ pub(crate) fn capture(
     }
 
     let root_id = build_trees(&mut dirs, old, &writer)?;
-    crate::trace::phase("capture: trees");
+    crate::base::trace::phase("capture: trees");
     let commit: CommitStats = writer.commit()?;
-    crate::trace::phase("capture: store commit");
+    crate::base::trace::phase("capture: store commit");
     stats.new_objects = commit.new_objects;
     stats.new_pack_bytes = commit.new_pack_bytes;
 
@@ -205,9 +210,9 @@ pub(crate) fn capture(
         state.dirs.insert(dir, entries);
     }
     uncovered.sort_by(|a, b| a.path.cmp(&b.path));
-    crate::trace::phase("capture: new state");
+    crate::base::trace::phase("capture: new state");
     let changes = diff_states(old, &state);
-    crate::trace::phase("capture: diff");
+    crate::base::trace::phase("capture: diff");
     let state_changed = !changes.is_empty() || stats.files_hashed > 0 || old.root != state.root;
     Ok(Capture {
         root: root_id,

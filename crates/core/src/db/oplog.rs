@@ -7,125 +7,10 @@
 
 use rewind_store::{EntryKind, ObjectId};
 use rusqlite::{params, Connection, OptionalExtension, Row};
-use serde::Serialize;
 
-use crate::entry::{Change, Entry};
+use crate::model::entry::{Change, Entry};
+pub use crate::model::oplog::{ChangeRow, CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
 use crate::Error;
-
-/// What an epoch is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EpochKind {
-    /// An edit/write/patch tool: only its declared paths, no scan.
-    Exact,
-    /// A shell command or anything else: whole-workspace capture before and after.
-    Opaque,
-    /// Changes found on disk that no epoch made (the user's editor, another program).
-    External,
-    /// A rewind, undo or redo.
-    Restore,
-}
-
-impl EpochKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EpochKind::Exact => "exact",
-            EpochKind::Opaque => "opaque",
-            EpochKind::External => "external",
-            EpochKind::Restore => "restore",
-        }
-    }
-    fn parse(s: &str) -> EpochKind {
-        match s {
-            "exact" => EpochKind::Exact,
-            "opaque" => EpochKind::Opaque,
-            "restore" => EpochKind::Restore,
-            _ => EpochKind::External,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EpochState {
-    Open,
-    Settled,
-    Aborted,
-}
-
-impl EpochState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EpochState::Open => "open",
-            EpochState::Settled => "settled",
-            EpochState::Aborted => "aborted",
-        }
-    }
-    fn parse(s: &str) -> EpochState {
-        match s {
-            "open" => EpochState::Open,
-            "aborted" => EpochState::Aborted,
-            _ => EpochState::Settled,
-        }
-    }
-}
-
-/// Who an open epoch belongs to: a process (`exec`; settled by whoever finds it dead) or the
-/// session (`epoch begin`; open across commands until `epoch end`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase", tag = "type")]
-pub enum Owner {
-    Process { pid: u32, start: u64 },
-    Session,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct EpochRow {
-    pub id: String,
-    pub pos: i64,
-    pub session: String,
-    pub kind: EpochKind,
-    pub state: EpochState,
-    pub tool: Option<String>,
-    pub tool_call: Option<String>,
-    pub message: Option<String>,
-    pub owner: Owner,
-    /// Declared paths of an exact epoch.
-    #[serde(skip)]
-    pub paths: Vec<Vec<u8>>,
-    #[serde(skip)]
-    pub pre_root: Option<ObjectId>,
-    pub recovered: bool,
-    pub note: Option<String>,
-    pub created_ns: i64,
-    pub settled_ns: Option<i64>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct CheckpointRow {
-    pub id: String,
-    pub pos: i64,
-    pub session: String,
-    pub message: Option<String>,
-    pub parent: Option<String>,
-    pub label: Option<String>,
-    #[serde(serialize_with = "crate::serde_id")]
-    pub root: ObjectId,
-    #[serde(skip)]
-    pub payload: Option<Vec<u8>>,
-    pub pinned: bool,
-    pub created_ns: i64,
-}
-
-/// A change row with the epoch it belongs to, for attribution queries.
-#[derive(Clone, Debug)]
-pub struct ChangeRow {
-    pub epoch: String,
-    pub pos: i64,
-    pub change: Change,
-    /// An open exact epoch's preimage whose post is not known yet.
-    pub pending: bool,
-}
 
 pub const MIGRATION: &str = "
 CREATE TABLE sessions (id TEXT PRIMARY KEY, head TEXT, created_ns INTEGER NOT NULL);
@@ -303,6 +188,44 @@ pub fn insert_change(
         a.map(|e| e.id.0.to_vec()),
         pending
     ])?;
+    Ok(())
+}
+
+/// The content ids every change row names, before and after (for fsck: each must still be in
+/// the store): epoch, path, then kind and id of the pre- and post-image.
+#[allow(clippy::type_complexity)]
+pub(crate) fn all_change_ids(
+    db: &Connection,
+) -> Result<
+    Vec<(
+        String,
+        Vec<u8>,
+        Option<i64>,
+        Option<Vec<u8>>,
+        Option<i64>,
+        Option<Vec<u8>>,
+    )>,
+    Error,
+> {
+    let mut st =
+        db.prepare("SELECT epoch, path, pre_kind, pre_id, post_kind, post_id FROM changes")?;
+    let rows = st.query_map([], |r| {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        ))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Deletes an epoch and its changes: a restore that was rolled back never happened.
+pub(crate) fn delete_epoch(db: &Connection, epoch: &str) -> Result<(), Error> {
+    db.execute("DELETE FROM changes WHERE epoch = ?1", [epoch])?;
+    db.execute("DELETE FROM epochs WHERE id = ?1", [epoch])?;
     Ok(())
 }
 

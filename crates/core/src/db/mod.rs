@@ -2,24 +2,65 @@
 //! Versioned migrations: each entry of `MIGRATIONS` runs once, in order, in one transaction
 //! with the version bump.
 
+pub(crate) mod fingerprints;
+pub(crate) mod journal;
+pub mod oplog;
+pub(crate) mod snapshots;
+
 use rusqlite::Connection;
 
 use crate::Error;
 
+/// Runs `f` in one `BEGIN IMMEDIATE` transaction on `db`: committed if it succeeds, rolled
+/// back if not. `IMMEDIATE` takes the write lock at the start, so two processes never both
+/// read under a deferred transaction and then fail to upgrade it.
+pub(crate) fn transaction<T>(
+    db: &Connection,
+    f: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    run_cached(db, "BEGIN IMMEDIATE")?;
+    match f() {
+        Ok(v) => {
+            run_cached(db, "COMMIT")?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = run_cached(db, "ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Whether commits flush to disk: `synchronous = FULL` (durable across a power cut, the
+/// connection's setting outside relaxed sections) or `NORMAL` (still atomic and consistent in
+/// WAL mode, only not durable).
+pub(crate) fn set_durable(db: &Connection, durable: bool) -> Result<(), Error> {
+    run_cached(
+        db,
+        if durable {
+            "PRAGMA synchronous = FULL"
+        } else {
+            "PRAGMA synchronous = NORMAL"
+        },
+    )
+}
+
+/// Runs one statement that returns no rows, prepared once per process: a guarded write runs
+/// two transactions, and preparing a statement costs more than running these.
+fn run_cached(db: &Connection, sql: &str) -> Result<(), Error> {
+    db.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
 const MIGRATIONS: &[&str] = &[
     // 1: whole-tree snapshots (the op log of the next layer builds on this).
-    "CREATE TABLE snapshots (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        root BLOB NOT NULL,
-        created_ns INTEGER NOT NULL,
-        label TEXT NOT NULL
-    );",
+    snapshots::MIGRATION,
     // 2: the op log: sessions, nodes, epochs, changes, checkpoints, restore journal.
-    crate::oplog::MIGRATION,
+    crate::db::oplog::MIGRATION,
     // 3: the read-before-edit guard's per-session fingerprints.
-    crate::guard::MIGRATION,
+    fingerprints::MIGRATION,
     // 4: open epochs found without reading the whole history.
-    crate::oplog::MIGRATION_OPEN_EPOCHS,
+    crate::db::oplog::MIGRATION_OPEN_EPOCHS,
 ];
 
 /// Brings the engine's tables up to date on `conn` (the store's connection: see
@@ -64,8 +105,7 @@ fn newer(version: usize) -> Error {
 /// Applies the missing migrations (`init` checked the version already; it is read again
 /// under the write lock, since another process may have migrated meanwhile).
 fn migrate(conn: &Connection) -> Result<(), Error> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let result = (|| {
+    transaction(conn, || {
         let from = version(conn)?;
         if from > MIGRATIONS.len() {
             return Err(newer(from));
@@ -79,14 +119,7 @@ fn migrate(conn: &Connection) -> Result<(), Error> {
             [MIGRATIONS.len() as i64],
         )?;
         Ok(())
-    })();
-    match result {
-        Ok(()) => conn.execute_batch("COMMIT").map_err(Error::from),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
-    }
+    })
 }
 
 #[cfg(test)]

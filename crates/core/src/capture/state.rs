@@ -115,18 +115,14 @@ impl State {
 
     /// Writes the cache (temp file, fsync, rename) and returns the stamp of the file written.
     pub fn save(&self, path: &Path) -> Result<StateStamp, Error> {
-        let io = |op, e| Error::Io {
-            op,
-            path: path.to_path_buf(),
-            source: e,
-        };
         let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-        let mut f = File::create(&tmp).map_err(|e| io("creating", e))?;
-        f.write_all(&encode(self)).map_err(|e| io("writing", e))?;
-        f.sync_all().map_err(|e| io("syncing", e))?;
-        let stamp = StateStamp::of_meta(&f.metadata().map_err(|e| io("reading", e))?);
+        let mut f = File::create(&tmp).map_err(Error::io("creating", path))?;
+        f.write_all(&encode(self))
+            .map_err(Error::io("writing", path))?;
+        f.sync_all().map_err(Error::io("syncing", path))?;
+        let stamp = StateStamp::of_meta(&f.metadata().map_err(Error::io("reading", path))?);
         drop(f);
-        std::fs::rename(&tmp, path).map_err(|e| io("renaming into place", e))?;
+        std::fs::rename(&tmp, path).map_err(Error::io("renaming into place", path))?;
         Ok(stamp)
     }
 
@@ -142,7 +138,7 @@ impl State {
 
     /// The cached entry of one path.
     pub fn get(&self, rel: &[u8]) -> Option<&StatEntry> {
-        let (dir, name) = crate::relpath::split(rel);
+        let (dir, name) = crate::fs::relpath::split(rel);
         let entries = self.dirs.get(dir)?;
         entries
             .binary_search_by(|e| e.name.as_slice().cmp(name))

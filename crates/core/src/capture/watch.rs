@@ -18,8 +18,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::ignore_rules::IGNORE_FILES;
-use crate::relpath;
+use crate::capture::ignore_rules::IGNORE_FILES;
+use crate::fs::relpath;
 
 /// Directories to re-read after a command, from what the watcher saw.
 #[derive(Debug, Default)]

@@ -14,13 +14,12 @@ use std::sync::{Arc, Mutex};
 
 use rewind_store::{EntryKind, ObjectId};
 
+use crate::capture::ignore_rules::Rules;
+use crate::capture::state::{StatEntry, State};
 use crate::config::IgnoredPolicy;
-use crate::ignore_rules::Rules;
-use crate::relpath;
-use crate::state::{StatEntry, State};
+use crate::fs::relpath;
 
-/// Directory names that are never captured and never written.
-pub const NEVER_CAPTURED: &[&[u8]] = &[b".git"];
+pub use crate::fs::NEVER_CAPTURED;
 
 /// Live counters a front end can poll for a progress bar.
 #[derive(Debug, Default)]
@@ -34,9 +33,9 @@ pub(crate) struct WalkOptions<'a> {
     pub ignored: IgnoredPolicy,
     pub progress: Option<&'a Progress>,
     /// Re-read only these directories; everything else is as the cache says.
-    pub dirty: Option<&'a crate::watch::Dirty>,
+    pub dirty: Option<&'a crate::capture::watch::Dirty>,
     /// Watch every directory read, just before reading it.
-    pub watch: Option<&'a crate::watch::Watcher>,
+    pub watch: Option<&'a crate::capture::watch::Watcher>,
 }
 
 /// One directory entry as found on disk. `id` is known when the stat cache vouches for it.
@@ -217,7 +216,7 @@ fn walk_dir<'s>(
         // allocation per entry shows in the time of a capture that changes nothing.
         let name = dent.file_name().into_vec();
         if NEVER_CAPTURED.contains(&name.as_slice())
-            || name.starts_with(crate::fsops::TEMP_PREFIX.as_bytes())
+            || name.starts_with(crate::fs::root::TEMP_PREFIX.as_bytes())
         {
             continue;
         }

@@ -1,0 +1,59 @@
+//! What every layer uses and that knows nothing of workspaces: the clock, random ids, freeing
+//! large values off the exit path, failpoints, tracing, and how paths and object ids are
+//! written in JSON.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub mod failpoint;
+pub mod trace;
+
+/// Nanoseconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// A fresh 16-hex-digit id for epochs and checkpoints.
+pub(crate) fn random_hex() -> String {
+    let mut buf = [0u8; 8];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = std::io::Read::read_exact(&mut f, &mut buf);
+    }
+    if buf == [0; 8] {
+        buf = now_ns().to_le_bytes();
+    }
+    hex::encode(buf)
+}
+
+/// A fresh 32-hex-digit workspace id (128 random bits: ids name state directories that must not
+/// collide across machines).
+pub(crate) fn random_id() -> std::io::Result<String> {
+    let mut buf = [0u8; 16];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut buf)?;
+    Ok(hex::encode(buf))
+}
+
+/// Frees `v` on a thread of its own: for the large maps of one small allocation per file (the
+/// stat cache, a walk's findings) that a command would otherwise free on its way to the exit,
+/// 7-10 ms at 100k files. A process that exits right after does not wait for it; if no thread
+/// can be started, `v` is freed here.
+pub(crate) fn drop_in_background<T: Send + 'static>(v: T) {
+    let _ = std::thread::Builder::new()
+        .name("rewind-free".into())
+        .spawn(move || drop(v));
+}
+
+/// Writes a path (bytes) as a JSON string, lossily where it is not UTF-8.
+pub(crate) fn serde_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(p))
+}
+
+/// Writes an object id as its hex string.
+pub(crate) fn serde_id<S: serde::Serializer>(
+    id: &rewind_store::ObjectId,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&id.to_hex())
+}

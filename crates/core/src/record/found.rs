@@ -1,0 +1,334 @@
+//! Whole-tree captures, attributed: what differs from the last known state of each path,
+//! recorded for the epoch being settled or as an external epoch; and the stat cache kept
+//! between the captures of one process.
+
+use std::collections::{BTreeMap, HashSet};
+
+use rewind_store::{EntryKind, ObjectId};
+
+use crate::base::{now_ns, random_hex};
+use crate::capture::scan::Progress;
+use crate::capture::state::{State, StateStamp};
+use crate::capture::{self, Capture};
+use crate::db::oplog::{self, EpochKind, EpochRow, EpochState, Owner};
+use crate::model::entry::{Change, Entry};
+use crate::workspace::Workspace;
+use crate::Error;
+
+use super::*;
+
+impl Workspace {
+    pub(super) fn last_known(&self, rel: &[u8]) -> Result<Option<Option<Entry>>, Error> {
+        let latest = oplog::latest_change(&self.db(), rel, 0)?;
+        if let Some(r) = latest {
+            return Ok(Some(row_state(&r)));
+        }
+        let snapshot = oplog::latest_snapshot(&self.db())?;
+        match snapshot {
+            Some((root, _)) => Ok(Some(tree_lookup(self.store(), root, rel)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Paths held by open exact epochs (their changes belong to them, not to whoever scans).
+    pub(super) fn pending_paths(&self) -> Result<HashSet<Vec<u8>>, Error> {
+        let mut out = HashSet::new();
+        let open = oplog::open_epochs(&self.db())?;
+        for e in open {
+            if e.kind == EpochKind::Exact {
+                out.extend(e.paths);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Captures the whole tree and works out which paths differ from the last known state.
+    pub(crate) fn capture_found(&self, progress: Option<&Progress>) -> Result<Found, Error> {
+        self.capture_found_in(progress, None, None)
+    }
+
+    /// As [`Workspace::capture_found`], re-reading only `dirty` directories when a watcher
+    /// vouches for the rest.
+    pub(crate) fn capture_found_in(
+        &self,
+        progress: Option<&Progress>,
+        dirty: Option<&crate::capture::watch::Dirty>,
+        watch: Option<&crate::capture::watch::Watcher>,
+    ) -> Result<Found, Error> {
+        let (old, stamp) = self.take_state();
+        let dirty = dirty.filter(|_| !old.is_empty());
+        let mut capture = self.run_capture(&old, progress, dirty, watch)?;
+        // A walk that found the tree exactly as cached leaves the cache to be the new state.
+        let old = if capture.same_as_cache {
+            capture.state = old;
+            None
+        } else {
+            Some(old)
+        };
+        let old: &State = old.as_ref().unwrap_or(&capture.state);
+        let latest = oplog::latest_snapshot(&self.db())?;
+        let mut changes = Vec::new();
+        if latest.is_none() && old.is_empty() {
+            // The first capture is the baseline: nothing to attribute.
+            return Ok(Found {
+                capture,
+                changes,
+                stamp,
+            });
+        }
+        // With no usable cache, the newest snapshot is the baseline.
+        let baseline: Option<BTreeMap<Vec<u8>, Entry>> = if old.is_empty() {
+            let (root, _) = latest.expect("checked above");
+            Some(
+                crate::restore::flatten(self.store(), root)?
+                    .into_iter()
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        let after_pos = if old.is_empty() { 0 } else { old.pos };
+        let mut candidates: BTreeMap<Vec<u8>, Option<Entry>> = BTreeMap::new();
+        match &baseline {
+            Some(base) => {
+                let now: BTreeMap<Vec<u8>, Entry> =
+                    crate::restore::flatten(self.store(), capture.root)?
+                        .into_iter()
+                        .collect();
+                for (p, e) in base {
+                    if now.get(p).is_none_or(|n| !n.same_as(e)) {
+                        candidates.insert(p.clone(), Some(*e));
+                    }
+                }
+                for p in now.keys() {
+                    if !base.contains_key(p) {
+                        candidates.insert(p.clone(), None);
+                    }
+                }
+            }
+            None => {
+                for c in &capture.changes {
+                    candidates.insert(c.path.clone(), c.before);
+                }
+            }
+        }
+        let changed = oplog::changes_after(&self.db(), after_pos)?;
+        for r in changed {
+            candidates.entry(r.change.path.clone()).or_insert_with(|| {
+                old.get(&r.change.path).map(|s| Entry {
+                    kind: s.kind,
+                    mode: s.mode,
+                    size: s.size,
+                    id: s.id,
+                })
+            });
+        }
+        let pending = self.pending_paths()?;
+        // A path that appears now, was absent as far as the op log knows, and was born before
+        // the previous capture was one that capture could not see (ignored then, or inside an
+        // unreadable directory): "existed, uncaptured", never "created", so no rewind deletes it.
+        // (A renamed or hard-linked file that was captured under another name keeps its birth
+        // time too: its inode, known to the previous capture, tells it apart.)
+        let previous_ns = oplog::latest_snapshot_ns(&self.db())?.unwrap_or(i64::MAX);
+        let mut seen_before: Option<(HashSet<u64>, HashSet<ObjectId>)> = None;
+        let mut captured_before = |now: &crate::capture::state::StatEntry| {
+            let captured = |kind: EntryKind| kind != EntryKind::Uncovered;
+            let (inos, ids) = seen_before.get_or_insert_with(|| {
+                let inos = old
+                    .dirs
+                    .values()
+                    .flatten()
+                    .filter(|e| captured(e.kind))
+                    .map(|e| e.ino)
+                    .collect();
+                // Without a cache, the baseline tree's contents stand in for its inodes.
+                let ids = baseline
+                    .iter()
+                    .flat_map(|b| b.values().filter(|e| captured(e.kind)).map(|e| e.id))
+                    .collect();
+                (inos, ids)
+            });
+            captured(now.kind) && (inos.contains(&now.ino) || ids.contains(&now.id))
+        };
+        for (path, cached) in candidates {
+            if pending.contains(&path) {
+                continue;
+            }
+            let latest = oplog::latest_change(&self.db(), &path, after_pos)?;
+            let known = match latest {
+                Some(r) => row_state(&r),
+                None => cached,
+            };
+            let disk = capture.state.get(&path).map(|s| Entry {
+                kind: s.kind,
+                mode: s.mode,
+                size: s.size,
+                id: s.id,
+            });
+            if !same(&known, &disk) {
+                let existed_uncaptured = known.is_none()
+                    && capture
+                        .state
+                        .get(&path)
+                        .is_some_and(|now| !captured_before(now))
+                    && existed_before(self.root(), &path, previous_ns);
+                let before = match disk {
+                    Some(now) if existed_uncaptured => Some(uncaptured_like(&now)),
+                    _ => known,
+                };
+                changes.push(Change {
+                    path,
+                    before,
+                    after: disk,
+                });
+            }
+        }
+        Ok(Found {
+            capture,
+            changes,
+            stamp,
+        })
+    }
+
+    /// Records what a capture found: attributed to `into` (an epoch being settled), else to the
+    /// newest live opaque epoch of another writer (its command may be the one writing), else as
+    /// a new external epoch. Also records the snapshot. Call inside a transaction.
+    pub(crate) fn record_found(
+        &self,
+        found: &Found,
+        session: &str,
+        into: Option<&str>,
+    ) -> Result<i64, Error> {
+        let db = &*self.db();
+        let pos = oplog::next_pos(db)?;
+        if !found.changes.is_empty() {
+            let target = match into {
+                Some(id) => Some(id.to_string()),
+                None => oplog::open_epochs(db)?
+                    .into_iter()
+                    .rev()
+                    .find(|e| e.kind == EpochKind::Opaque && owner_alive(&e.owner))
+                    .map(|e| e.id),
+            };
+            let epoch = match target {
+                Some(id) => id,
+                None => self.insert_external(session, pos)?,
+            };
+            for c in &found.changes {
+                // An epoch has one change per path, from the earliest state to the latest. An
+                // opaque epoch can already hold one for this path: another process's capture
+                // (a checkpoint) saw its command half-way (a file created, not yet written) and
+                // attributed that to it. Replacing the row would lose the first state: merge.
+                let merged = match oplog::epoch_change(db, &epoch, &c.path)? {
+                    Some(prev) if !prev.pending => Change {
+                        path: c.path.clone(),
+                        before: prev.change.before,
+                        after: c.after,
+                    },
+                    _ => c.clone(),
+                };
+                if same(&merged.before, &merged.after) {
+                    oplog::delete_change(db, &epoch, &c.path)?;
+                } else {
+                    oplog::insert_change(db, &epoch, pos, &merged, false)?;
+                }
+            }
+        }
+        // Its time is when the walk started (coarse clock): what an "existed, uncaptured"
+        // judgement of a later capture compares birth times with.
+        crate::db::snapshots::insert(
+            db,
+            &found.capture.root,
+            found.capture.started_ns,
+            session,
+            pos,
+        )?;
+        Ok(pos)
+    }
+
+    /// A settled `external` epoch at `pos` (changes found on disk that no epoch made); returns
+    /// its id. Call inside a transaction.
+    pub(super) fn insert_external(&self, found_by: &str, pos: i64) -> Result<String, Error> {
+        let id = random_hex();
+        let now = now_ns();
+        oplog::insert_epoch(
+            &self.db(),
+            &EpochRow {
+                id: id.clone(),
+                pos,
+                session: String::new(),
+                kind: EpochKind::External,
+                state: EpochState::Settled,
+                tool: None,
+                tool_call: None,
+                message: None,
+                owner: Owner::Session,
+                paths: Vec::new(),
+                pre_root: None,
+                recovered: false,
+                note: Some(format!("found by session {found_by}")),
+                created_ns: now,
+                settled_ns: Some(now),
+            },
+        )?;
+        Ok(id)
+    }
+
+    /// Saves the stat cache after the op log recorded everything it implies. A capture that
+    /// changed nothing in the cache skips the write (8 MB at 100k files): an older `pos` stays
+    /// valid, it only means a few more op-log rows are re-checked next time.
+    pub(crate) fn save_state(&self, found: &mut Found) -> Result<(), Error> {
+        let pos = oplog::last_pos(&self.db())?;
+        if !found.capture.state_changed && pos - found.capture.state.pos < 10_000 {
+            return Ok(());
+        }
+        found.capture.state.pos = pos;
+        found.stamp = Some(found.capture.state.save(&self.state_path())?);
+        Ok(())
+    }
+
+    /// [`Workspace::save_state`], then keeps the state in memory for this process's next
+    /// capture (the closing capture of an `exec`).
+    pub(crate) fn save_and_keep_state(&self, mut found: Found) -> Result<(), Error> {
+        self.save_state(&mut found)?;
+        if let Some(stamp) = found.stamp {
+            self.keep_state(stamp, found.capture.state);
+        }
+        Ok(())
+    }
+
+    /// The stat cache: the one this process kept, if `state.bin` is still the file it matches
+    /// (one `stat`), else read from disk.
+    pub(crate) fn take_state(&self) -> (State, Option<StateStamp>) {
+        let path = self.state_path();
+        let kept = self.state_cache.borrow_mut().take();
+        if let Some((stamp, state)) = kept {
+            if StateStamp::of(&path) == Some(stamp) {
+                return (state, Some(stamp));
+            }
+        }
+        State::load_stamped(&path)
+    }
+
+    /// Keeps `state` (which matches the file stamped `stamp`) for [`Workspace::take_state`].
+    pub(crate) fn keep_state(&self, stamp: StateStamp, mut state: State) {
+        // As if loaded from that file: entries modified at or after its mtime are racy.
+        state.written_ns = stamp.mtime_ns();
+        *self.state_cache.borrow_mut() = Some((stamp, state));
+    }
+
+    pub(crate) fn run_capture(
+        &self,
+        old: &State,
+        progress: Option<&Progress>,
+        dirty: Option<&crate::capture::watch::Dirty>,
+        watch: Option<&crate::capture::watch::Watcher>,
+    ) -> Result<Capture, Error> {
+        // Nothing to skip: `Workspace::open` refuses a state directory inside the root.
+        self.check_store()?;
+        let mut opts = self.capture_options(progress);
+        opts.dirty = dirty;
+        opts.watch = watch;
+        capture::capture(self.root(), self.store(), old, &opts)
+    }
+}
