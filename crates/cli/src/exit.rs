@@ -49,6 +49,9 @@ fn classify(err: &anyhow::Error) -> (i32, &'static str) {
         if let Some(e) = cause.downcast_ref::<Exit>() {
             return (e.code, code_kind(e.code));
         }
+        if let Some(e) = cause.downcast_ref::<rewind_api::ApiError>() {
+            return (e.kind.exit_code(), e.kind.as_str());
+        }
         if let Some(e) = cause.downcast_ref::<rewind_core::Error>() {
             return core_code(e);
         }

@@ -8,7 +8,7 @@ use crate::workspace::Workspace;
 use crate::Error;
 
 /// One line of `rewind log`.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum LogItem {
     Epoch {

@@ -17,9 +17,10 @@ use crate::model::entry::{Change, Entry, EntryView};
 use crate::Error;
 
 /// A path the plan leaves alone, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     #[serde(serialize_with = "crate::base::serde_path")]
+    #[schemars(with = "String")]
     pub path: Vec<u8>,
     pub reason: String,
 }
@@ -47,7 +48,7 @@ pub fn action(step: &Change) -> &'static str {
 }
 
 /// A JSON view of a step.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct StepView {
     pub action: &'static str,
     pub path: String,
@@ -181,7 +182,7 @@ fn diff_trees(
 }
 
 /// What applying a plan did.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Applied {
     pub written: u64,
     pub removed: u64,

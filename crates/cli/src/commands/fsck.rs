@@ -1,8 +1,5 @@
 //! `rewind fsck`: verify every object and reference; name what is lost.
 
-use rewind_store::FsckProblem;
-use serde::Serialize;
-
 use crate::exit;
 use crate::output::emit;
 use crate::Cli;
@@ -14,25 +11,8 @@ use crate::Cli;
 #[command(verbatim_doc_comment)]
 pub struct Args {}
 
-#[derive(Serialize)]
-struct Report {
-    ok: bool,
-    packs_checked: u64,
-    objects_checked: u64,
-    problems: Vec<String>,
-}
-
 pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let (store_report, lost) = ws.fsck()?;
-    let mut problems: Vec<String> = store_report.problems.iter().map(describe).collect();
-    problems.extend(lost);
-    let report = Report {
-        ok: problems.is_empty(),
-        packs_checked: store_report.packs_checked,
-        objects_checked: store_report.objects_checked,
-        problems,
-    };
+    let report = super::service(cli)?.fsck(&rewind_api::FsckRequest {})?;
     emit(cli.json, &report, |r| {
         for p in &r.problems {
             println!("{p}");
@@ -56,21 +36,4 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
     } else {
         exit::UNAVAILABLE
     })
-}
-
-fn describe(p: &FsckProblem) -> String {
-    match p {
-        FsckProblem::Corrupt {
-            id,
-            kind,
-            pack,
-            reason,
-        } => {
-            format!("corrupt: {kind:?} object {id} in pack {pack}: {reason}")
-        }
-        FsckProblem::MissingPack { pack, objects } => {
-            format!("missing pack {pack}: {} objects lost", objects.len())
-        }
-        FsckProblem::UnreadablePack { pack, reason } => format!("unreadable pack {pack}: {reason}"),
-    }
 }

@@ -4,8 +4,7 @@ use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rewind_core::Progress;
-use serde::Serialize;
+use rewind_api::Progress;
 
 use crate::output::{emit, human_bytes};
 use crate::Cli;
@@ -24,23 +23,8 @@ pub struct Args {
     pub force: bool,
 }
 
-#[derive(Serialize)]
-struct Report {
-    id: String,
-    root: String,
-    state_dir: String,
-    registered: bool,
-    root_tree: String,
-    entries: u64,
-    files_hashed: u64,
-    bytes_hashed: u64,
-    new_objects: u64,
-    uncovered: Vec<rewind_core::Uncovered>,
-    warnings: Vec<String>,
-}
-
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, args.force)?;
+    let service = super::service(cli)?;
     let progress = Progress::default();
     let show = !cli.json && std::io::stderr().is_terminal();
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -52,7 +36,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         );
         bar
     });
-    let (capture, _) = std::thread::scope(|s| {
+    let report = std::thread::scope(|s| {
         let (progress, done) = (&progress, &done);
         if let Some(bar) = &bar {
             s.spawn(move || {
@@ -69,23 +53,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                 bar.finish_and_clear();
             });
         }
-        let r = ws.snapshot("init", Some(progress));
+        let r = service.init(
+            &rewind_api::InitRequest { force: args.force },
+            Some(progress),
+        );
         done.store(true, Ordering::Relaxed);
         r
     })?;
-    let report = Report {
-        id: ws.id().to_string(),
-        root: ws.root().display().to_string(),
-        state_dir: ws.state_dir().display().to_string(),
-        registered: ws.created(),
-        root_tree: capture.root.to_hex(),
-        entries: capture.stats.entries,
-        files_hashed: capture.stats.files_hashed,
-        bytes_hashed: capture.stats.bytes_hashed,
-        new_objects: capture.stats.new_objects,
-        uncovered: capture.uncovered.clone(),
-        warnings: capture.warnings.clone(),
-    };
     emit(cli.json, &report, |r| {
         for w in &r.warnings {
             eprintln!("warning: {w}");

@@ -92,6 +92,14 @@ pub fn user_file(cli: &Cli, p: &Path) -> PathBuf {
     cli.dir.join(p)
 }
 
+/// The service for this invocation: acting from its directory, for its session.
+pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
+    Ok(rewind_api::Service::new(rewind_api::Context::new(
+        &cli.dir,
+        &cli.session,
+    )?))
+}
+
 pub fn open_workspace(cli: &Cli, force: bool) -> anyhow::Result<Workspace> {
     let root = workspace_root(cli)?;
     let ws = Workspace::open(&root, &OpenOptions { force, home: None })?;

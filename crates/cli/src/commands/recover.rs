@@ -9,8 +9,7 @@ use crate::Cli;
 pub struct Args {}
 
 pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let r = ws.recover()?;
+    let r = super::service(cli)?.recover(&rewind_api::RecoverRequest {})?;
     emit(cli.json, &r, |r| {
         if r.restores.is_empty() && r.epochs.is_empty() && r.rolled_back.is_empty() {
             println!("nothing to recover");

@@ -9,8 +9,7 @@ use crate::Cli;
 pub struct Args {}
 
 pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let status = ws.status()?;
+    let status = super::service(cli)?.status(&rewind_api::StatusRequest {})?;
     emit(cli.json, &status, |s| {
         println!("workspace  {}", s.root);
         println!("id         {}", s.id);

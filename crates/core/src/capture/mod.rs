@@ -39,9 +39,10 @@ pub struct CaptureOptions<'a> {
 }
 
 /// A path that exists but whose content is not in the store.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Uncovered {
     #[serde(serialize_with = "crate::base::serde_path")]
+    #[schemars(with = "String")]
     pub path: Vec<u8>,
     pub size: u64,
     pub reason: String,
@@ -53,7 +54,7 @@ impl Uncovered {
     }
 }
 
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct CaptureStats {
     pub entries: u64,
     pub files_hashed: u64,

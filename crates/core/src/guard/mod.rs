@@ -78,9 +78,10 @@ impl FromStr for LineRange {
 }
 
 /// What a read returned and recorded.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReadResult {
     #[serde(serialize_with = "crate::base::serde_path")]
+    #[schemars(with = "String")]
     pub path: Vec<u8>,
     /// The bytes returned: the whole file, or the lines of the range.
     #[serde(skip)]
@@ -114,9 +115,10 @@ impl ToolCall {
 }
 
 /// A write the guard allows.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct WriteCheck {
     #[serde(serialize_with = "crate::base::serde_path")]
+    #[schemars(with = "String")]
     pub path: Vec<u8>,
     /// The path does not exist: no read needed.
     pub new_file: bool,
@@ -141,14 +143,16 @@ pub struct PatchOptions {
 }
 
 /// One file of an applied (or checked) patch.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PatchedFile {
     /// modify, add, delete, rename or copy.
     pub op: &'static str,
     #[serde(serialize_with = "crate::base::serde_path")]
+    #[schemars(with = "String")]
     pub path: Vec<u8>,
     /// The source of a rename or copy.
     #[serde(serialize_with = "serde_opt_path")]
+    #[schemars(with = "Option<String>")]
     pub from: Option<Vec<u8>>,
     pub hunks: usize,
 }

@@ -57,7 +57,7 @@ pub struct Change {
 }
 
 /// A JSON-friendly view of an entry.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct EntryView {
     pub kind: &'static str,
     pub mode: String,

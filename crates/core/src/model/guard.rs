@@ -10,9 +10,10 @@ use serde::Serialize;
 use crate::model::oplog::EpochKind;
 
 /// What a session saw of a file when it last read (or wrote) it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Fingerprint {
     #[serde(serialize_with = "crate::base::serde_path")]
+    #[schemars(with = "String")]
     pub path: Vec<u8>,
     pub size: u64,
     /// Recorded for diagnosis only: the guard compares content, never timestamps.
@@ -20,6 +21,7 @@ pub struct Fingerprint {
     pub mode: u32,
     /// BLAKE3 content id (the store's id for these bytes).
     #[serde(serialize_with = "crate::base::serde_id")]
+    #[schemars(with = "String")]
     pub content: ObjectId,
     /// The op-log position when it was read: changes recorded after it happened after the read.
     pub pos: i64,
@@ -29,7 +31,7 @@ pub struct Fingerprint {
 }
 
 /// Why the guard refused a write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RefusalKind {
     /// The session never read the file.
@@ -39,7 +41,7 @@ pub enum RefusalKind {
 }
 
 /// Who changed a file since the session read it, as far as the op log knows.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "type")]
 pub enum ChangedBy {
     /// Found on disk, made by no session (an editor, another program).
@@ -101,9 +103,10 @@ impl fmt::Display for ChangedBy {
 }
 
 /// One refused path.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GuardRefusal {
     #[serde(serialize_with = "crate::base::serde_path")]
+    #[schemars(with = "String")]
     pub path: Vec<u8>,
     pub session: String,
     pub kind: RefusalKind,

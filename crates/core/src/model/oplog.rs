@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::model::entry::Change;
 
 /// What an epoch is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EpochKind {
     /// An edit/write/patch tool: only its declared paths, no scan.
@@ -39,7 +39,7 @@ impl EpochKind {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EpochState {
     Open,
@@ -66,14 +66,14 @@ impl EpochState {
 
 /// Who an open epoch belongs to: a process (`exec`; settled by whoever finds it dead) or the
 /// session (`epoch begin`; open across commands until `epoch end`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase", tag = "type")]
 pub enum Owner {
     Process { pid: u32, start: u64 },
     Session,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct EpochRow {
     pub id: String,
     pub pos: i64,
@@ -95,7 +95,7 @@ pub struct EpochRow {
     pub settled_ns: Option<i64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct CheckpointRow {
     pub id: String,
     pub pos: i64,
@@ -104,6 +104,7 @@ pub struct CheckpointRow {
     pub parent: Option<String>,
     pub label: Option<String>,
     #[serde(serialize_with = "crate::base::serde_id")]
+    #[schemars(with = "String")]
     pub root: ObjectId,
     #[serde(skip)]
     pub payload: Option<Vec<u8>>,
@@ -122,10 +123,11 @@ pub struct ChangeRow {
 }
 
 /// A recorded whole-tree snapshot.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Snapshot {
     pub seq: i64,
     #[serde(serialize_with = "crate::base::serde_id")]
+    #[schemars(with = "String")]
     pub root: ObjectId,
     pub created_ns: i64,
     pub label: String,

@@ -216,7 +216,7 @@ pub(super) struct ByDisk {
 }
 
 /// What `recover` finished.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Recovered {
     /// Restores rolled forward (their epochs).
     pub restores: Vec<String>,

@@ -78,9 +78,10 @@ impl Target {
 }
 
 /// A path whose current state is not what the rewound epochs left there.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Conflict {
     #[serde(serialize_with = "crate::base::serde_path")]
+    #[schemars(with = "String")]
     pub path: Vec<u8>,
     pub expected: Option<EntryView>,
     pub current: Option<EntryView>,

@@ -87,7 +87,7 @@ impl Drop for Workspace {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Status {
     pub root: String,
     pub id: String,
@@ -102,13 +102,13 @@ pub struct Status {
     pub uncovered: Vec<Uncovered>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SessionHead {
     pub session: String,
     pub head: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct StoreStatsView {
     pub packs: u64,
     pub objects: u64,

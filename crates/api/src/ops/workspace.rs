@@ -1,0 +1,136 @@
+//! The workspace as a whole: register and capture it, its status, verifying the store, and
+//! finishing interrupted work.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{ApiError, Progress, Service};
+
+/// Register the workspace (on first use) and take a whole-tree capture.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InitRequest {
+    /// Allow `/` or the home directory as a workspace, or register anew a directory that was
+    /// replaced since it was registered.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// What `init` registered and captured.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct InitResponse {
+    /// The workspace id (its state directory's name).
+    pub id: String,
+    pub root: String,
+    pub state_dir: String,
+    /// This call registered the workspace (false: it was registered already).
+    pub registered: bool,
+    /// The captured tree's id.
+    pub root_tree: String,
+    pub entries: u64,
+    pub files_hashed: u64,
+    pub bytes_hashed: u64,
+    pub new_objects: u64,
+    /// Paths that exist but whose content could not be captured: never restored or deleted.
+    pub uncovered: Vec<rewind_core::Uncovered>,
+    pub warnings: Vec<String>,
+}
+
+/// The workspace root and id, store size, sessions and heads, open epochs, unfinished restores
+/// and uncovered paths.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusRequest {}
+
+/// See [`StatusRequest`].
+pub type StatusResponse = rewind_core::Status;
+
+/// Verify every stored object and every reference; name what is lost.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FsckRequest {}
+
+/// What `fsck` found. Not an error when something is lost: the report names it (`ok: false`;
+/// the command line exits 7).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct FsckResponse {
+    pub ok: bool,
+    pub packs_checked: u64,
+    pub objects_checked: u64,
+    /// One line per problem: a corrupt or missing object or pack, and the checkpoints and
+    /// paths that can no longer be restored because of it.
+    pub problems: Vec<String>,
+}
+
+/// Finish interrupted restores (forward, or back when they had failed) and settle epochs whose
+/// process died. Every operation that changes the workspace does this first.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverRequest {}
+
+/// See [`RecoverRequest`].
+pub type RecoverResponse = rewind_core::Recovered;
+
+impl Service {
+    /// Registers and captures the workspace; `progress` is updated while it walks.
+    pub fn init(
+        &self,
+        req: &InitRequest,
+        progress: Option<&Progress>,
+    ) -> Result<InitResponse, ApiError> {
+        let ws = self.ctx.open(req.force)?;
+        let (capture, _) = ws.snapshot("init", progress)?;
+        Ok(InitResponse {
+            id: ws.id().to_string(),
+            root: ws.root().display().to_string(),
+            state_dir: ws.state_dir().display().to_string(),
+            registered: ws.created(),
+            root_tree: capture.root.to_hex(),
+            entries: capture.stats.entries,
+            files_hashed: capture.stats.files_hashed,
+            bytes_hashed: capture.stats.bytes_hashed,
+            new_objects: capture.stats.new_objects,
+            uncovered: capture.uncovered.clone(),
+            warnings: capture.warnings.clone(),
+        })
+    }
+
+    pub fn status(&self, _req: &StatusRequest) -> Result<StatusResponse, ApiError> {
+        Ok(self.ctx.open(false)?.status()?)
+    }
+
+    pub fn fsck(&self, _req: &FsckRequest) -> Result<FsckResponse, ApiError> {
+        let ws = self.ctx.open(false)?;
+        let (store_report, lost) = ws.fsck()?;
+        let mut problems: Vec<String> = store_report.problems.iter().map(describe).collect();
+        problems.extend(lost);
+        Ok(FsckResponse {
+            ok: problems.is_empty(),
+            packs_checked: store_report.packs_checked,
+            objects_checked: store_report.objects_checked,
+            problems,
+        })
+    }
+
+    pub fn recover(&self, _req: &RecoverRequest) -> Result<RecoverResponse, ApiError> {
+        Ok(self.ctx.open(false)?.recover()?)
+    }
+}
+
+fn describe(p: &rewind_store::FsckProblem) -> String {
+    use rewind_store::FsckProblem;
+    match p {
+        FsckProblem::Corrupt {
+            id,
+            kind,
+            pack,
+            reason,
+        } => {
+            format!("corrupt: {kind:?} object {id} in pack {pack}: {reason}")
+        }
+        FsckProblem::MissingPack { pack, objects } => {
+            format!("missing pack {pack}: {} objects lost", objects.len())
+        }
+        FsckProblem::UnreadablePack { pack, reason } => format!("unreadable pack {pack}: {reason}"),
+    }
+}

@@ -1,0 +1,3 @@
+//! rewind-api's integration tests, one binary.
+
+mod docs;
