@@ -83,11 +83,11 @@ pub struct RetentionConfig {
     pub keep: Option<u64>,
 }
 
-/// A size as SPEC.md writes it: `1048576`, `500K`, `500M`, `2G` (binary multiples).
+/// A size as the configuration file writes it: `1048576`, `500K`, `500M`, `2G` (binary multiples).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size(pub u64);
 
-/// A duration as SPEC.md writes it: `30s`, `15m`, `12h`, `7d`, `2w`.
+/// A duration as the configuration file writes it: `30s`, `15m`, `12h`, `7d`, `2w`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span(pub Duration);
 

@@ -8,16 +8,17 @@ pub enum Error {
     #[error("the workspace is busy: {holder}; try again, or wait for it to finish")]
     Busy { holder: String },
     /// An id, message or name that matches nothing here, or an id prefix that matches several
-    /// things (exit 1).
+    /// things.
     #[error("{0}")]
     Unknown(String),
-    /// A bad argument the command line could not catch (exit 2): the words themselves are
-    /// wrong, whatever the workspace holds.
+    /// A bad request: the arguments themselves are wrong, whatever the workspace holds (a path
+    /// outside the root, a NUL byte).
     #[error("{0}")]
     Usage(String),
     /// A well-formed request the workspace's state does not allow now: no open epoch to end,
-    /// nothing to undo, an epoch still open, a checkpoint where an epoch is needed (exit 1,
-    /// not the usage code: the same words may succeed later).
+    /// nothing to undo, an epoch still open, a checkpoint where an epoch is needed; the same
+    /// request may succeed later. Also state the engine cannot read (a damaged journal, a
+    /// schema written by a newer version).
     #[error("{0}")]
     State(String),
     /// A configuration file is malformed or has an unknown key.
@@ -30,16 +31,16 @@ pub enum Error {
     /// The directory is not a usable workspace root (refused, replaced, or misplaced state).
     #[error("{0}")]
     Workspace(String),
-    /// A guarded write was refused (exit 5): a file never read in this session, or changed
-    /// since it was read. Nothing was written.
+    /// A guarded write was refused: a file never read in this session, or changed since it was
+    /// read. Nothing was written.
     #[error("refusing to write {}", crate::model::guard::describe_refusals(.0))]
     Guard(Vec<crate::model::guard::GuardRefusal>),
     /// A guarded tool could not do what was asked (no match for an edit, a hunk that does not
     /// apply, not a regular file). Nothing was written.
     #[error("{path}: {message}")]
     Tool { path: String, message: String },
-    /// Objects a restore needs are missing or corrupt (exit 7); found before anything was
-    /// written, so nothing was.
+    /// Objects a restore needs are missing or corrupt; found before anything was written, so
+    /// nothing was.
     #[error("{0}")]
     Unavailable(String),
     /// A restore failed part-way and what it had applied was put back: the workspace is as it

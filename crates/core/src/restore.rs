@@ -111,24 +111,7 @@ fn diff_trees(
         return Ok(());
     }
     let (a, b) = (read(store, cur)?, read(store, tgt)?);
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        let ord = match (a.get(i), b.get(j)) {
-            (Some(x), Some(y)) => x.name.cmp(&y.name),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            _ => std::cmp::Ordering::Greater,
-        };
-        let (c, t) = match ord {
-            std::cmp::Ordering::Less => (Some(&a[i]), None),
-            std::cmp::Ordering::Greater => (None, Some(&b[j])),
-            std::cmp::Ordering::Equal => (Some(&a[i]), Some(&b[j])),
-        };
-        if c.is_some() {
-            i += 1;
-        }
-        if t.is_some() {
-            j += 1;
-        }
+    for (c, t) in crate::base::merge_sorted(&a, &b, |x| &x.name, |y| &y.name) {
         let path = relpath::join(dir, &c.or(t).expect("one side").name);
         let (ce, te) = (c.map(Entry::from_tree_entry), t.map(Entry::from_tree_entry));
         if let (Some(x), Some(y)) = (&ce, &te) {
@@ -339,7 +322,7 @@ impl io::Write for SparseWriter<'_> {
 }
 
 /// A store error surfaced through the `io::Error` of a write callback keeps its own type, so a
-/// missing object is still "checkpoint unavailable" (exit 7) and not a generic I/O failure.
+/// missing object is still "checkpoint unavailable" and not a generic I/O failure.
 fn unwrap_store(e: io::Error, path: &[u8]) -> Error {
     if e.get_ref()
         .is_some_and(|inner| inner.is::<rewind_store::Error>())

@@ -57,3 +57,55 @@ pub(crate) fn serde_id<S: serde::Serializer>(
 ) -> Result<S::Ok, S::Error> {
     s.serialize_str(&id.to_hex())
 }
+
+/// Walks two lists sorted by the same key side by side, pairing equal keys: each item comes out
+/// once, with its partner from the other list if there is one. The shape of every comparison of
+/// two directory listings (a capture against the stat cache, a tree against another).
+pub(crate) fn merge_sorted<'a, A, B, K: Ord>(
+    a: &'a [A],
+    b: &'a [B],
+    key_a: impl Fn(&A) -> &K,
+    key_b: impl Fn(&B) -> &K,
+) -> impl Iterator<Item = (Option<&'a A>, Option<&'a B>)> {
+    let (mut i, mut j) = (0, 0);
+    std::iter::from_fn(move || {
+        let pair = match (a.get(i), b.get(j)) {
+            (None, None) => return None,
+            (Some(x), Some(y)) => match key_a(x).cmp(key_b(y)) {
+                std::cmp::Ordering::Less => (Some(x), None),
+                std::cmp::Ordering::Greater => (None, Some(y)),
+                std::cmp::Ordering::Equal => (Some(x), Some(y)),
+            },
+            (x, y) => (x, y.filter(|_| x.is_none())),
+        };
+        i += usize::from(pair.0.is_some());
+        j += usize::from(pair.1.is_some());
+        Some(pair)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every item comes out once, in order, paired with its equal.
+    #[test]
+    fn merge_sorted_pairs_equal_keys() {
+        let a = [1, 3, 4, 7];
+        let b = [2, 3, 7, 8, 9];
+        let pairs: Vec<_> = super::merge_sorted(&a, &b, |x| x, |y| y)
+            .map(|(x, y)| (x.copied(), y.copied()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                (Some(1), None),
+                (None, Some(2)),
+                (Some(3), Some(3)),
+                (Some(4), None),
+                (Some(7), Some(7)),
+                (None, Some(8)),
+                (None, Some(9)),
+            ]
+        );
+        assert_eq!(super::merge_sorted(&a, &[], |x| x, |y: &i32| y).count(), 4);
+    }
+}

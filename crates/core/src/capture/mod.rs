@@ -475,31 +475,18 @@ pub(crate) fn diff_states(old: &State, new: &State) -> Vec<Change> {
 /// The changes between two listings of directory `dir`, each sorted by name.
 fn diff_dir(dir: &[u8], a: &[StatEntry], b: &[StatEntry]) -> Vec<Change> {
     let mut changes = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        let ord = match (a.get(i), b.get(j)) {
-            (Some(x), Some(y)) => x.name.cmp(&y.name),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            _ => std::cmp::Ordering::Greater,
-        };
-        let (before, after, name) = match ord {
-            std::cmp::Ordering::Less => {
-                i += 1;
-                (Some(entry_of(&a[i - 1])), None, &a[i - 1].name)
-            }
-            std::cmp::Ordering::Greater => {
-                j += 1;
-                (None, Some(entry_of(&b[j - 1])), &b[j - 1].name)
-            }
-            std::cmp::Ordering::Equal => {
-                i += 1;
-                j += 1;
-                let (x, y) = (entry_of(&a[i - 1]), entry_of(&b[j - 1]));
-                if x.same_as(&y) {
+    for pair in crate::base::merge_sorted(a, b, |x| &x.name, |y| &y.name) {
+        let (before, after, name) = match pair {
+            (Some(x), None) => (Some(entry_of(x)), None, &x.name),
+            (None, Some(y)) => (None, Some(entry_of(y)), &y.name),
+            (Some(x), Some(y)) => {
+                let (ex, ey) = (entry_of(x), entry_of(y));
+                if ex.same_as(&ey) {
                     continue;
                 }
-                (Some(x), Some(y), &b[j - 1].name)
+                (Some(ex), Some(ey), &y.name)
             }
+            (None, None) => unreachable!("merge_sorted yields at least one side"),
         };
         changes.push(Change {
             path: relpath::join(dir, name),

@@ -8,6 +8,7 @@ use rewind_store::{EntryKind, ObjectId, Store, Writer};
 
 use crate::fs::relpath;
 use crate::fs::root::{Present, RootDir};
+pub(crate) use crate::model::entry::same;
 use crate::model::entry::Entry;
 use crate::Error;
 
@@ -21,12 +22,7 @@ pub(crate) fn disk_entry(
     match root.lstat(rel).map_err(Error::io_rel("inspecting", rel))? {
         Present::Absent => Ok(None),
         // A directory this process cannot list: what is inside was never captured.
-        Present::Dir { .. } if !root.can_list(rel) => Ok(Some(Entry {
-            kind: EntryKind::Uncovered,
-            mode: 0,
-            size: 0,
-            id: ObjectId::ZERO,
-        })),
+        Present::Dir { .. } if !root.can_list(rel) => Ok(Some(Entry::uncovered(0))),
         Present::Dir { mode } => Ok(Some(Entry {
             kind: EntryKind::Dir,
             mode,
@@ -55,12 +51,7 @@ pub(crate) fn disk_entry(
                 .map_err(Error::io_rel("inspecting", rel))?
                 .len();
             if size > max_size {
-                return Ok(Some(Entry {
-                    kind: EntryKind::Uncovered,
-                    mode: 0,
-                    size,
-                    id: ObjectId::ZERO,
-                }));
+                return Ok(Some(Entry::uncovered(size)));
             }
             let (id, size) = match writer {
                 Some(w) => w.put_content(&mut file as &mut dyn Read)?,
@@ -73,12 +64,7 @@ pub(crate) fn disk_entry(
                 id,
             }))
         }
-        Present::Other => Ok(Some(Entry {
-            kind: EntryKind::Uncovered,
-            mode: 0,
-            size: 0,
-            id: ObjectId::ZERO,
-        })),
+        Present::Other => Ok(Some(Entry::uncovered(0))),
     }
 }
 
@@ -127,21 +113,7 @@ pub(crate) fn existed_before(root: &std::path::Path, rel: &[u8], ns: i64) -> boo
 
 /// The "before" of a path that existed but whose content was never captured.
 pub(crate) fn uncaptured_like(now: &Entry) -> Entry {
-    Entry {
-        kind: EntryKind::Uncovered,
-        mode: 0,
-        size: now.size,
-        id: ObjectId::ZERO,
-    }
-}
-
-/// Two states of a path are the same (content, kind and mode; directories by kind and mode).
-pub(crate) fn same(a: &Option<Entry>, b: &Option<Entry>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(x), Some(y)) => x.same_as(y),
-        _ => false,
-    }
+    Entry::uncovered(now.size)
 }
 
 /// Looks a path up in a stored tree.

@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::fs::relpath;
 use crate::fs::root::{Present, RootDir};
-use crate::model::entry::Entry;
+use crate::model::entry::{same_content, Entry};
 use crate::model::guard::Fingerprint;
 use crate::record::Settled;
 use crate::Error;
@@ -222,25 +222,12 @@ impl Disk {
                 size: *size,
                 id: *id,
             }),
-            Disk::NotFile(_) => Some(Entry {
-                kind: EntryKind::Uncovered,
-                mode: 0,
-                size: 0,
-                id: ObjectId::ZERO,
-            }),
+            Disk::NotFile(_) => Some(Entry::uncovered(0)),
         }
     }
 }
 
 /// Same content and kind (modes aside: the guard is about content).
-fn same_content(a: &Option<Entry>, b: &Option<Entry>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(x), Some(y)) => x.kind == y.kind && x.id == y.id && x.size == y.size,
-        _ => false,
-    }
-}
-
 fn tool_err(rel: &[u8], message: impl Into<String>) -> Error {
     Error::Tool {
         path: relpath::display(rel),

@@ -32,6 +32,17 @@ impl Entry {
             && (self.kind == EntryKind::Dir || (self.id == other.id && self.size == other.size))
     }
 
+    /// A path that exists but whose content was not captured (too large, unreadable, not a
+    /// regular file): recorded so it is never deleted or overwritten as if it were known.
+    pub fn uncovered(size: u64) -> Entry {
+        Entry {
+            kind: EntryKind::Uncovered,
+            mode: 0,
+            size,
+            id: ObjectId::ZERO,
+        }
+    }
+
     pub fn kind_name(&self) -> &'static str {
         kind_name(self.kind, self.mode)
     }
@@ -77,5 +88,26 @@ impl From<&Entry> for EntryView {
                 e.id.to_hex()
             },
         }
+    }
+}
+
+/// Whether two states of a path are the same ([`Entry::same_as`]; absent equals absent).
+pub fn same(a: &Option<Entry>, b: &Option<Entry>) -> bool {
+    both(a, b, Entry::same_as)
+}
+
+/// Whether two states of a path hold the same content, whatever their modes: what the guard
+/// compares (a `chmod` is not an edit).
+pub fn same_content(a: &Option<Entry>, b: &Option<Entry>) -> bool {
+    both(a, b, |x, y| {
+        x.kind == y.kind && x.id == y.id && x.size == y.size
+    })
+}
+
+fn both(a: &Option<Entry>, b: &Option<Entry>, eq: impl Fn(&Entry, &Entry) -> bool) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => eq(x, y),
+        _ => false,
     }
 }

@@ -8,7 +8,7 @@ use crate::base::{now_ns, random_hex};
 use crate::db::oplog::{self, EpochKind, EpochRow, EpochState, Owner};
 use crate::fs::relpath;
 use crate::fs::root::{Present, RootDir};
-use crate::model::entry::Change;
+use crate::model::entry::{Change, Entry};
 use crate::workspace::Workspace;
 use crate::Error;
 
@@ -292,48 +292,8 @@ impl Workspace {
         let now = now_ns();
         match epoch.kind {
             EpochKind::Exact => {
-                let root = self.rootdir()?;
                 let writer = self.store().writer()?;
-                let max = self.config().capture.max_file_size();
-                let mut pending = oplog::epoch_changes(&self.db(), &epoch.id)?;
-                // What was created inside a declared path that is a directory now is this
-                // epoch's change too (its preimage: absent).
-                let known: HashSet<Vec<u8>> =
-                    pending.iter().map(|r| r.change.path.clone()).collect();
-                let mut created = Vec::new();
-                for r in &pending {
-                    if let Ok(Present::Dir { .. }) = root.lstat(&r.change.path) {
-                        for p in subtree(&root, &r.change.path)? {
-                            if !known.contains(&p) {
-                                created.push(oplog::ChangeRow {
-                                    epoch: epoch.id.clone(),
-                                    pos: epoch.pos,
-                                    change: Change {
-                                        path: p,
-                                        before: None,
-                                        after: None,
-                                    },
-                                    pending: true,
-                                });
-                            }
-                        }
-                    }
-                }
-                created.sort_by(|a, b| a.change.path.cmp(&b.change.path));
-                created.dedup_by(|a, b| a.change.path == b.change.path);
-                pending.extend(created);
-                if recovered {
-                    // A guarded write killed before its renames leaves its new contents under
-                    // temporary names beside the declared paths: remove those of dead writers.
-                    root.remove_dead_temp_files_beside(
-                        pending.iter().map(|r| r.change.path.as_slice()),
-                    );
-                }
-                let mut posts = Vec::new();
-                for r in &pending {
-                    posts.push(disk_entry(&root, &r.change.path, Some(&writer), max)?);
-                }
-                let pending = self.rebase_on_later_writers(epoch, pending)?;
+                let (pending, posts) = self.exact_changes(epoch, Some(&writer), recovered)?;
                 failpoint::hit("settle-exact-before-record");
                 // Without a flush: the preimages were committed durably before the files could
                 // change. If a power cut loses this commit, the epoch is found open again and
@@ -364,16 +324,7 @@ impl Workspace {
                 })?;
                 crate::base::trace::phase("epoch end: recorded");
                 // What was just committed, without reading it back.
-                let changes = pending
-                    .into_iter()
-                    .zip(posts)
-                    .filter(|(r, post)| !same(&r.change.before, post))
-                    .map(|(r, post)| Change {
-                        path: r.change.path,
-                        before: r.change.before,
-                        after: post,
-                    })
-                    .collect();
+                let changes = changed(pending, posts);
                 let mut row = epoch.clone();
                 row.state = state;
                 row.recovered |= recovered;
@@ -432,6 +383,61 @@ impl Workspace {
         })
     }
 
+    /// What an exact epoch changed, as of now: each declared path (and what was created
+    /// inside a declared path that is a directory now: its preimage is "absent") with its
+    /// "before" rebased on later writers, and what the disk holds there now (stored through
+    /// `writer` when given: a real settle; not stored: a preview). Paths whose before and now
+    /// are the same are the caller's to drop.
+    pub(crate) fn exact_changes(
+        &self,
+        epoch: &EpochRow,
+        writer: Option<&rewind_store::Writer>,
+        recovered: bool,
+    ) -> Result<
+        (
+            Vec<oplog::ChangeRow>,
+            Vec<Option<crate::model::entry::Entry>>,
+        ),
+        Error,
+    > {
+        let root = self.rootdir()?;
+        let max = self.config().capture.max_file_size();
+        let mut pending = oplog::epoch_changes(&self.db(), &epoch.id)?;
+        let known: HashSet<Vec<u8>> = pending.iter().map(|r| r.change.path.clone()).collect();
+        let mut created = Vec::new();
+        for r in &pending {
+            if let Ok(Present::Dir { .. }) = root.lstat(&r.change.path) {
+                for p in subtree(&root, &r.change.path)? {
+                    if !known.contains(&p) {
+                        created.push(oplog::ChangeRow {
+                            epoch: epoch.id.clone(),
+                            pos: epoch.pos,
+                            change: Change {
+                                path: p,
+                                before: None,
+                                after: None,
+                            },
+                            pending: true,
+                        });
+                    }
+                }
+            }
+        }
+        created.sort_by(|a, b| a.change.path.cmp(&b.change.path));
+        created.dedup_by(|a, b| a.change.path == b.change.path);
+        pending.extend(created);
+        if recovered {
+            // A guarded write killed before its renames leaves its new contents under
+            // temporary names beside the declared paths: remove those of dead writers.
+            root.remove_dead_temp_files_beside(pending.iter().map(|r| r.change.path.as_slice()));
+        }
+        let mut posts = Vec::new();
+        for r in &pending {
+            posts.push(disk_entry(&root, &r.change.path, writer, max)?);
+        }
+        Ok((self.rebase_on_later_writers(epoch, pending)?, posts))
+    }
+
     /// An exact epoch's "before" of each path, as of its settle: what the op log says the path
     /// held last, if another writer recorded a change to it after this epoch began (a guarded
     /// write or another exact epoch of any session, or an external change found by one of
@@ -463,4 +469,18 @@ impl Workspace {
         }
         Ok(())
     }
+}
+
+/// The changes of an exact epoch's rows and what the disk held after them: the paths whose
+/// state differs from their "before".
+pub(crate) fn changed(rows: Vec<oplog::ChangeRow>, posts: Vec<Option<Entry>>) -> Vec<Change> {
+    rows.into_iter()
+        .zip(posts)
+        .filter(|(r, post)| !same(&r.change.before, post))
+        .map(|(r, post)| Change {
+            path: r.change.path,
+            before: r.change.before,
+            after: post,
+        })
+        .collect()
 }

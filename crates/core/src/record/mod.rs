@@ -12,6 +12,7 @@ mod found;
 mod process;
 
 pub use checkpoint::payload_too_large;
+pub(crate) use epoch::changed;
 pub use process::{owner_alive, this_process};
 
 use crate::capture::state::StateStamp;

@@ -118,7 +118,7 @@ impl Workspace {
     }
 
     /// Every object the plan writes is present and verified (read and hashed), before the
-    /// first byte is written under the root: a damaged store refuses the restore whole (exit 7)
+    /// first byte is written under the root: a damaged store refuses the restore whole
     /// instead of failing half-way through it.
     fn verify_objects(&self, steps: &[Change]) -> Result<(), Error> {
         let mut bad = Vec::new();

@@ -196,7 +196,7 @@ impl Workspace {
         ))
     }
 
-    /// Restores `session` to `target` (see DESIGN.md "Rewind semantics").
+    /// Restores `session` to `target` (see `docs/design.md`, "Rewind semantics").
     pub fn restore(
         &self,
         session: &str,
@@ -327,21 +327,8 @@ impl Workspace {
             }
             let changes = match e.kind {
                 EpochKind::Exact => {
-                    let root = self.rootdir()?;
-                    let max = self.config().capture.max_file_size();
-                    let mut v = Vec::new();
-                    let recorded = oplog::epoch_changes(&self.db(), &e.id)?;
-                    for r in self.rebase_on_later_writers(&e, recorded)? {
-                        let post = disk_entry(&root, &r.change.path, None, max)?;
-                        if !same(&r.change.before, &post) {
-                            v.push(Change {
-                                path: r.change.path,
-                                before: r.change.before,
-                                after: post,
-                            });
-                        }
-                    }
-                    v
+                    let (rows, posts) = self.exact_changes(&e, None, false)?;
+                    crate::record::changed(rows, posts)
                 }
                 _ => self.capture_found(None)?.changes,
             };
