@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 
 /// A workspace time machine for AI coding agents.
 #[derive(Parser, Debug)]
-#[command(name = "rewind", version, about, long_about = None, propagate_version = true)]
+#[command(name = "rewind", version, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// Run as if started in DIR (as `git -C`): the workspace is DIR's nearest registered
     /// ancestor (or DIR), relative paths given to any command are taken from DIR, and `exec`
@@ -70,6 +70,8 @@ pub enum Command {
     Write(commands::write::Args),
     Edit(commands::edit::Args),
     ApplyPatch(commands::apply_patch::Args),
+    Completions(commands::completions::Args),
+    Man(commands::man::Args),
 }
 
 fn main() {
