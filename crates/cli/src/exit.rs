@@ -1,4 +1,4 @@
-//! Exit codes of SPEC.md and the mapping from library errors to them.
+//! Exit codes (the contract: docs/cli.md) and the mapping from library errors to them.
 
 pub const OK: i32 = 0;
 pub const ERROR: i32 = 1;
@@ -9,7 +9,8 @@ pub const GUARD: i32 = 5;
 pub const SANDBOX: i32 = 6;
 pub const UNAVAILABLE: i32 = 7;
 
-/// Every exit code and what it means, as the manual page prints them.
+/// Every exit code and what it means, as the manual page prints them (docs/cli.md has the same
+/// table).
 pub const TABLE: &[(i32, &str)] = &[
     (OK, "Success."),
     (
@@ -150,7 +151,7 @@ fn store_code(e: &rewind_store::Error) -> (i32, &'static str) {
     }
 }
 
-/// The one JSON document an error prints on stdout under `--json` (SPEC.md: output rules).
+/// The one JSON document an error prints on stdout under `--json` (docs/cli.md: output rules).
 pub fn json_document(kind: &str, message: &str, code: i32) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
         "error": { "kind": kind, "message": message, "exit_code": code }

@@ -1,6 +1,6 @@
 //! `rewind`: the command-line front of the Rewind engine. Thin: parse, call the library,
 //! print. One file per command under `commands/`. The contract (flags, exit codes, output
-//! rules) is `SPEC.md`; see `docs/cli.md`.
+//! rules) is `docs/cli.md`.
 
 mod commands;
 mod exit;

@@ -1,4 +1,4 @@
-//! Points of the command-line contract (SPEC.md: globals, exit codes, output rules) and of
+//! Points of the command-line contract (docs/cli.md: globals, exit codes, output rules) and of
 //! what commands report and rewind, through the real binary.
 
 mod common;

@@ -538,8 +538,8 @@ fn sigkill_at_random_moments_of_a_restore() {
     assert_eq!(read_tree(env.root()), s.after, "c1 at the end");
 }
 
-/// SPEC: `status` lists unfinished restores and open epochs (so a crash is visible before any
-/// recovering command runs), and no longer once recovered.
+/// docs/cli.md: `status` lists unfinished restores and open epochs (so a crash is visible
+/// before any recovering command runs), and no longer once recovered.
 #[test]
 fn status_reports_an_unfinished_restore() {
     let s = setup(8);

@@ -130,7 +130,7 @@ const DESCRIPTION: &[&str] = &[
      be named by its message id.",
 ];
 
-/// The environment variables `rewind` reads.
+/// The environment variables `rewind` reads (docs/cli.md lists the same).
 const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "REWIND_HOME",
