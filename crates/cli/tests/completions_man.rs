@@ -2,12 +2,12 @@
 //! check what the generators cannot promise: that the scripts are valid in their shell and
 //! complete every command, and that the man page names every command and renders.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{text, Env};
+use common::{help_commands, stdout_ok, text, Env};
 
 /// Every command, and the commands under `epoch` and `sandbox`. Written out, not read from the
 /// binary: `every_command_is_listed` checks this against `rewind --help`.
@@ -38,26 +38,6 @@ const NESTED: &[(&str, &[&str])] = &[
     ("sandbox", &["check", "exec"]),
 ];
 
-fn ok(o: Output) -> String {
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    String::from_utf8(o.stdout).unwrap()
-}
-
-/// The names in the "Commands:" section of `rewind [SUB] --help`.
-fn help_commands(env: &Env, sub: &[&str]) -> Vec<String> {
-    let mut args = sub.to_vec();
-    args.push("--help");
-    let help = ok(env.run(&args));
-    help.lines()
-        .skip_while(|l| *l != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
-        .map(|l| l.split_whitespace().next().unwrap().to_string())
-        .filter(|c| c != "help")
-        .collect()
-}
-
 #[test]
 fn every_command_is_listed() {
     let env = Env::new();
@@ -82,7 +62,7 @@ fn have(program: &str) -> bool {
 }
 
 fn completion_file(env: &Env, shell: &str) -> tempfile::TempPath {
-    let script = ok(env.run(&["completions", shell]));
+    let script = stdout_ok(env.run(&["completions", shell]));
     assert!(!script.is_empty());
     let mut f = tempfile::NamedTempFile::new().unwrap();
     std::io::Write::write_all(&mut f, script.as_bytes()).unwrap();
@@ -109,7 +89,7 @@ fn bash_complete(script: &Path, words: &[&str]) -> Vec<String> {
         .args(["--norc", "--noprofile", "-c", &run])
         .output()
         .unwrap();
-    ok(o).lines().map(str::to_string).collect()
+    stdout_ok(o).lines().map(str::to_string).collect()
 }
 
 #[test]
@@ -181,10 +161,12 @@ fn zsh_and_fish_completions_name_every_command() {
                 "source '{}'; complete --do-complete '{line}'",
                 fish_script.display()
             );
-            let out = ok(Command::new("fish")
-                .args(["--no-config", "-c", &run])
-                .output()
-                .unwrap());
+            let out = stdout_ok(
+                Command::new("fish")
+                    .args(["--no-config", "-c", &run])
+                    .output()
+                    .unwrap(),
+            );
             out.lines()
                 .map(|l| l.split('\t').next().unwrap().to_string())
                 .collect::<Vec<_>>()
@@ -202,7 +184,7 @@ fn zsh_and_fish_completions_name_every_command() {
 #[test]
 fn man_page_names_every_command_and_renders() {
     let env = Env::new();
-    let page = ok(env.run(&["man"]));
+    let page = stdout_ok(env.run(&["man"]));
     assert!(page.contains(".TH rewind 1 "), "{page:.300}");
     for c in COMMANDS {
         // roff writes a hyphen as `\-`.
@@ -250,7 +232,7 @@ fn man_page_names_every_command_and_renders() {
         .env_remove("PAGER")
         .output()
         .unwrap();
-    let shown = ok(o.clone());
+    let shown = stdout_ok(o.clone());
     assert!(o.stderr.is_empty(), "man warns: {}", text(&o));
     for c in COMMANDS {
         assert!(shown.contains(&format!("rewind-{c}(1)")), "{c}: {shown}");
@@ -262,7 +244,7 @@ fn man_page_names_every_command_and_renders() {
 fn man_dir_writes_a_page_per_command() {
     let env = Env::new();
     // A relative --dir is taken from -C DIR (the workspace root here), as every path is.
-    let written = ok(env.run(&["--json", "man", "--dir", "share/man1"]));
+    let written = stdout_ok(env.run(&["--json", "man", "--dir", "share/man1"]));
     let written: serde_json::Value = serde_json::from_str(&written).unwrap();
     let dir = env.root().join("share/man1");
     let mut expected = vec!["rewind.1".to_string()];
@@ -289,7 +271,7 @@ fn man_dir_writes_a_page_per_command() {
     let main = std::fs::read_to_string(dir.join("rewind.1")).unwrap();
     assert_eq!(
         main,
-        ok(env.run(&["man"])),
+        stdout_ok(env.run(&["man"])),
         "rewind.1 is what `rewind man` prints"
     );
     let begin = std::fs::read_to_string(dir.join("rewind-epoch-begin.1")).unwrap();
@@ -308,13 +290,14 @@ fn json_documents_carry_the_script_and_the_page() {
     let env = Env::new();
     for shell in ["bash", "zsh", "fish"] {
         let doc: serde_json::Value =
-            serde_json::from_str(&ok(env.run(&["--json", "completions", shell]))).unwrap();
+            serde_json::from_str(&stdout_ok(env.run(&["--json", "completions", shell]))).unwrap();
         assert_eq!(doc["shell"], shell);
-        assert_eq!(doc["script"], ok(env.run(&["completions", shell])));
+        assert_eq!(doc["script"], stdout_ok(env.run(&["completions", shell])));
     }
-    let doc: serde_json::Value = serde_json::from_str(&ok(env.run(&["--json", "man"]))).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&stdout_ok(env.run(&["--json", "man"]))).unwrap();
     assert_eq!(doc["page"], "rewind.1");
-    assert_eq!(doc["roff"], ok(env.run(&["man"])));
+    assert_eq!(doc["roff"], stdout_ok(env.run(&["man"])));
     // An unknown shell is a usage error, with the one JSON document.
     let o = env.run(&["--json", "completions", "tcsh"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -326,8 +309,8 @@ fn json_documents_carry_the_script_and_the_page() {
 #[test]
 fn completions_and_man_touch_no_state() {
     let env = Env::new();
-    ok(env.run(&["completions", "bash"]));
-    ok(env.run(&["man"]));
+    stdout_ok(env.run(&["completions", "bash"]));
+    stdout_ok(env.run(&["man"]));
     let state: Vec<_> = std::fs::read_dir(env.home.path()).unwrap().collect();
     assert!(state.is_empty(), "state written: {state:?}");
     let here: Vec<_> = std::fs::read_dir(env.root()).unwrap().collect();

@@ -2,11 +2,11 @@
 //! resolves inside the repository, and docs/cli.md (the contract) names every command, exit
 //! code and environment variable the binary has.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::{text, Env};
+use common::{help_commands, Env};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -134,32 +134,14 @@ fn the_link_parser_sees_links_and_not_code() {
     );
 }
 
-/// The names in the "Commands:" section of `rewind [SUB] --help`.
-fn commands(env: &Env, sub: &[&str]) -> Vec<String> {
-    let mut args = sub.to_vec();
-    args.push("--help");
-    let o = env.run(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    String::from_utf8(o.stdout)
-        .unwrap()
-        .lines()
-        .skip_while(|l| *l != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
-        .map(|l| l.split_whitespace().next().unwrap().to_string())
-        .filter(|c| c != "help")
-        .collect()
-}
-
 #[test]
 fn the_contract_names_every_command_exit_code_and_variable() {
     let cli = std::fs::read_to_string(repo().join("docs/cli.md")).unwrap();
     let env = Env::new();
-    let top = commands(&env, &[]);
+    let top = help_commands(&env, &[]);
     assert!(top.len() >= 20, "{top:?}");
     for c in &top {
-        let nested = commands(&env, &[c]);
+        let nested = help_commands(&env, &[c]);
         let names: Vec<String> = if nested.is_empty() {
             vec![c.clone()]
         } else {

@@ -2,15 +2,13 @@
 //! moments of a restore), then any command: the workspace is at the plan's target or untouched,
 //! never mixed; nothing is lost (undo and restores still reach every version); fsck is clean.
 
-mod common;
-
-mod rewind_util;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::rewind::*;
 use common::{text, Env};
-use rewind_util::*;
 
 struct Scenario {
     env: Env,

@@ -20,7 +20,7 @@
 //! frequent. After every operation the disk must equal the model, and every restore/undo's
 //! steps and conflicts (and its dry run's) must be the model's.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 
