@@ -1,4 +1,4 @@
-//! Exit codes of SPEC.md and the mapping from library errors to them.
+//! Exit codes (the contract: docs/cli.md) and the mapping from library errors to them.
 
 pub const OK: i32 = 0;
 pub const ERROR: i32 = 1;
@@ -8,6 +8,45 @@ pub const BUSY: i32 = 4;
 pub const GUARD: i32 = 5;
 pub const SANDBOX: i32 = 6;
 pub const UNAVAILABLE: i32 = 7;
+
+/// Every exit code and what it means, as the manual page prints them (docs/cli.md has the same
+/// table).
+pub const TABLE: &[(i32, &str)] = &[
+    (OK, "Success."),
+    (
+        ERROR,
+        "Error; the message on stderr says what and what to do. Also an unknown id, an \
+         ambiguous id prefix (the candidates listed) and a request the state does not allow now \
+         (no open epoch, nothing to undo).",
+    ),
+    (
+        USAGE,
+        "Usage error: words that are wrong whatever the workspace holds (an unknown flag, an \
+         empty session name).",
+    ),
+    (
+        CONFLICT,
+        "Conflict: the restore or undo was refused and nothing was changed; the conflicts are \
+         listed. --force overrides.",
+    ),
+    (
+        BUSY,
+        "Busy: the workspace lock could not be had within the wait bound \
+         (REWIND_LOCK_TIMEOUT), or a restore waited in vain for another process's open epoch.",
+    ),
+    (
+        GUARD,
+        "Guard refusal: the file was never read in this session, or changed since it was read.",
+    ),
+    (
+        SANDBOX,
+        "The sandbox is unavailable or refused the command; nothing was run.",
+    ),
+    (
+        UNAVAILABLE,
+        "A checkpoint or object is unavailable (collected or corrupt); nothing was changed.",
+    ),
+];
 
 /// An error the CLI itself raises with a chosen exit code (e.g. a usage problem clap cannot see).
 #[derive(Debug)]
@@ -112,7 +151,7 @@ fn store_code(e: &rewind_store::Error) -> (i32, &'static str) {
     }
 }
 
-/// The one JSON document an error prints on stdout under `--json` (SPEC.md: output rules).
+/// The one JSON document an error prints on stdout under `--json` (docs/cli.md: output rules).
 pub fn json_document(kind: &str, message: &str, code: i32) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
         "error": { "kind": kind, "message": message, "exit_code": code }

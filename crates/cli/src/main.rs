@@ -1,6 +1,6 @@
 //! `rewind`: the command-line front of the Rewind engine. Thin: parse, call the library,
 //! print. One file per command under `commands/`. The contract (flags, exit codes, output
-//! rules) is `SPEC.md`; see `docs/cli.md`.
+//! rules) is `docs/cli.md`.
 
 mod commands;
 mod exit;
@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 
 /// A workspace time machine for AI coding agents.
 #[derive(Parser, Debug)]
-#[command(name = "rewind", version, about, long_about = None, propagate_version = true)]
+#[command(name = "rewind", version, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// Run as if started in DIR (as `git -C`): the workspace is DIR's nearest registered
     /// ancestor (or DIR), relative paths given to any command are taken from DIR, and `exec`
@@ -70,6 +70,8 @@ pub enum Command {
     Write(commands::write::Args),
     Edit(commands::edit::Args),
     ApplyPatch(commands::apply_patch::Args),
+    Completions(commands::completions::Args),
+    Man(commands::man::Args),
 }
 
 fn main() {

@@ -1,6 +1,6 @@
 //! The foundation commands through the real binary: init, status, fsck, exit codes, JSON.
 
-mod common;
+use crate::common;
 
 use common::{text, Env};
 

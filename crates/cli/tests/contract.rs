@@ -1,7 +1,7 @@
-//! Points of the command-line contract (SPEC.md: globals, exit codes, output rules) and of
+//! Points of the command-line contract (docs/cli.md: globals, exit codes, output rules) and of
 //! what commands report and rewind, through the real binary.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Output, Stdio};
@@ -16,10 +16,10 @@ fn init() -> Env {
     env
 }
 
-fn last_line(o: &Output) -> String {
+/// The id a successful creating command printed as its last line.
+fn new_id(o: &Output) -> String {
     assert_eq!(o.status.code(), Some(0), "{}", text(o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    out.lines().last().unwrap_or_default().to_string()
+    common::last_line(&o.stdout)
 }
 
 /// Asserts exit code `code` and that stderr says `says`.
@@ -38,7 +38,7 @@ fn state_errors_exit_1_not_the_usage_code() {
     refused(&env.run(&["epoch", "end"]), 1, "no open epoch");
     refused(&env.run(&["epoch", "abort"]), 1, "no open epoch");
     refused(&env.run(&["undo"]), 1, "no epoch to undo");
-    let cp = last_line(&env.run(&["checkpoint", "--message", "m0"]));
+    let cp = new_id(&env.run(&["checkpoint", "--message", "m0"]));
     refused(&env.run(&["undo", &cp]), 1, "is a checkpoint, not an epoch");
     refused(
         &env.run(&["epoch", "end", &cp]),
@@ -46,7 +46,7 @@ fn state_errors_exit_1_not_the_usage_code() {
         "is a checkpoint, not an epoch",
     );
     // Another session's open epoch (undo settles the session's own first).
-    let e = last_line(&env.run(&["-s", "other", "epoch", "begin", "--path", "f.txt"]));
+    let e = new_id(&env.run(&["-s", "other", "epoch", "begin", "--path", "f.txt"]));
     refused(&env.run(&["undo", &e]), 1, "still open");
     assert_eq!(env.run(&["epoch", "end", &e]).status.code(), Some(0));
     refused(&env.run(&["epoch", "end", &e]), 1, "is not open");
@@ -138,7 +138,7 @@ fn an_empty_session_name_is_a_usage_error() {
 
 /// `epoch begin --path new/dir/f.txt`, then the tool creates it with its parents.
 fn exact_epoch_creating_parents(env: &Env) -> String {
-    let id = last_line(&env.run(&["epoch", "begin", "--path", "new/dir/f.txt"]));
+    let id = new_id(&env.run(&["epoch", "begin", "--path", "new/dir/f.txt"]));
     std::fs::create_dir_all(env.root().join("new/dir")).unwrap();
     std::fs::write(env.root().join("new/dir/f.txt"), "made\n").unwrap();
     let o = env.run(&["epoch", "end"]);
@@ -154,7 +154,7 @@ fn rewinding_an_exact_epoch_removes_the_parents_it_created() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!env.root().join("new").exists(), "undo left {}", text(&o));
 
-    let cp = last_line(&env.run(&["checkpoint", "--message", "m1"]));
+    let cp = new_id(&env.run(&["checkpoint", "--message", "m1"]));
     exact_epoch_creating_parents(&env);
     let o = env.run(&["restore", &cp]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -1,7 +1,7 @@
 //! SIGKILL during a capture, at random moments and at every named failpoint: the next command
 //! works without manual cleanup and fsck is clean.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

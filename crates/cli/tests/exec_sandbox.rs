@@ -1,7 +1,7 @@
 //! `rewind exec --sandbox`: the op log and the sandbox together. The command's changes inside
 //! the workspace are recorded and can be rewound; what the sandbox refuses never happens.
 
-mod common;
+use crate::common;
 
 use common::{require_bwrap, text, Env};
 

@@ -1,13 +1,12 @@
 //! What Rewind cannot see or cannot save is an error or is left alone, never a silent loss,
 //! through the real binary.
 
-mod common;
-mod rewind_util;
+use crate::common;
 
 use std::process::Command;
 
+use crate::common::rewind::*;
 use common::{text, Env};
-use rewind_util::*;
 
 /// An agent that writes `*` into `.gitignore` does not switch recording off: as in git, ignore
 /// rules apply to what is not captured yet. Its later edit of a captured file is recorded and

@@ -1,7 +1,7 @@
 //! The guarded tools through the real binary: exit codes (5 for guard refusals), stdin,
 //! partial reads, JSON, apply-patch all-or-nothing, and undo of a guarded write.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Output, Stdio};

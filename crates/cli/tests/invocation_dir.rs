@@ -3,12 +3,12 @@
 //! current directory. Each test runs from `ROOT/sub`, where `a.txt` exists as `ROOT/a.txt` and
 //! as `ROOT/sub/a.txt`, once with `-C ROOT` and once without, and checks which file was used.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{require_bwrap, text, Env};
+use common::{require_bwrap, stdout_ok, text, Env};
 
 /// A workspace (registered) with `a.txt` = "root\n" and `sub/a.txt` = "sub\n".
 fn setup() -> Env {
@@ -48,11 +48,6 @@ fn run_stdin(env: &Env, with_c: bool, args: &[&str], input: &[u8]) -> Output {
     common::output_with_stdin(&mut from_sub(env, with_c, args), input)
 }
 
-fn ok(o: Output) -> String {
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    String::from_utf8(o.stdout).unwrap()
-}
-
 fn content(env: &Env, rel: &str) -> String {
     std::fs::read_to_string(env.root().join(rel)).unwrap()
 }
@@ -61,7 +56,7 @@ fn content(env: &Env, rel: &str) -> String {
 fn read_both(env: &Env) {
     let a = root(env).join("a.txt");
     let b = root(env).join("sub/a.txt");
-    ok(run(
+    stdout_ok(run(
         env,
         false,
         &["read", a.to_str().unwrap(), b.to_str().unwrap()],
@@ -75,12 +70,12 @@ fn json(out: &str) -> serde_json::Value {
 #[test]
 fn read_takes_paths_from_dash_c_dir() {
     let env = setup();
-    assert_eq!(ok(run(&env, true, &["read", "a.txt"])), "root\n");
-    assert_eq!(ok(run(&env, false, &["read", "a.txt"])), "sub\n");
+    assert_eq!(stdout_ok(run(&env, true, &["read", "a.txt"])), "root\n");
+    assert_eq!(stdout_ok(run(&env, false, &["read", "a.txt"])), "sub\n");
     // A relative DIR is itself taken from the current directory.
     let mut c = env.cmd_here(&["-C", "..", "read", "a.txt"]);
     c.current_dir(env.root().join("sub"));
-    assert_eq!(ok(c.output().unwrap()), "root\n");
+    assert_eq!(stdout_ok(c.output().unwrap()), "root\n");
 }
 
 #[test]
@@ -88,7 +83,7 @@ fn check_write_takes_paths_from_dash_c_dir() {
     let env = setup();
     // Only ROOT/sub/a.txt has been read.
     let b = root(&env).join("sub/a.txt");
-    ok(run(&env, false, &["read", b.to_str().unwrap()]));
+    stdout_ok(run(&env, false, &["read", b.to_str().unwrap()]));
     let o = run(&env, true, &["check-write", "a.txt"]);
     assert_eq!(
         o.status.code(),
@@ -104,7 +99,7 @@ fn check_write_takes_paths_from_dash_c_dir() {
 fn write_takes_its_path_from_dash_c_dir() {
     let env = setup();
     read_both(&env);
-    ok(run_stdin(
+    stdout_ok(run_stdin(
         &env,
         true,
         &["write", "a.txt"],
@@ -112,7 +107,7 @@ fn write_takes_its_path_from_dash_c_dir() {
     ));
     assert_eq!(content(&env, "a.txt"), "written with -C\n");
     assert_eq!(content(&env, "sub/a.txt"), "sub\n");
-    ok(run_stdin(
+    stdout_ok(run_stdin(
         &env,
         false,
         &["write", "a.txt"],
@@ -128,11 +123,11 @@ fn edit_takes_its_path_from_dash_c_dir() {
     read_both(&env);
     let edit = ["edit", "a.txt", "--old", "t\n", "--new", "t edited\n"];
     // Only ROOT/a.txt ("root\n") has the text: the edit fails on the other one.
-    ok(run(&env, true, &edit));
+    stdout_ok(run(&env, true, &edit));
     assert_eq!(content(&env, "a.txt"), "root edited\n");
     assert_eq!(content(&env, "sub/a.txt"), "sub\n");
     let edit = ["edit", "a.txt", "--old", "sub", "--new", "sub edited"];
-    ok(run(&env, false, &edit));
+    stdout_ok(run(&env, false, &edit));
     assert_eq!(content(&env, "sub/a.txt"), "sub edited\n");
     assert_eq!(content(&env, "a.txt"), "root edited\n");
 }
@@ -153,20 +148,20 @@ fn apply_patch_takes_its_file_from_dash_c_dir_and_patch_paths_from_the_root() {
         "--- a/sub/a.txt\n+++ b/sub/a.txt\n@@ -1 +1 @@\n-sub\n+sub patched\n",
     )
     .unwrap();
-    ok(run(&env, true, &["apply-patch", "p.diff"]));
+    stdout_ok(run(&env, true, &["apply-patch", "p.diff"]));
     assert_eq!(content(&env, "a.txt"), "root patched\n");
     assert_eq!(content(&env, "sub/a.txt"), "sub\n");
-    ok(run(&env, false, &["apply-patch", "p.diff"]));
+    stdout_ok(run(&env, false, &["apply-patch", "p.diff"]));
     assert_eq!(content(&env, "sub/a.txt"), "sub patched\n");
     assert_eq!(content(&env, "a.txt"), "root patched\n");
 }
 
 /// The paths an exact epoch begun with `--path a.txt` recorded.
 fn epoch_paths(env: &Env, with_c: bool) -> Vec<String> {
-    ok(run(env, with_c, &["epoch", "begin", "--path", "a.txt"]));
+    stdout_ok(run(env, with_c, &["epoch", "begin", "--path", "a.txt"]));
     std::fs::write(env.root().join("a.txt"), "changed root\n").unwrap();
     std::fs::write(env.root().join("sub/a.txt"), "changed sub\n").unwrap();
-    let out = ok(run(env, with_c, &["--json", "epoch", "end"]));
+    let out = stdout_ok(run(env, with_c, &["--json", "epoch", "end"]));
     json(&out)["changes"]
         .as_array()
         .unwrap()
@@ -185,7 +180,7 @@ fn epoch_begin_takes_paths_from_dash_c_dir() {
 
 /// A checkpoint `m0`, then one change to both files.
 fn change_both(env: &Env) {
-    ok(run(env, true, &["checkpoint", "--message", "m0"]));
+    stdout_ok(run(env, true, &["checkpoint", "--message", "m0"]));
     let mut c = env.cmd(&[
         "exec",
         "--",
@@ -194,17 +189,17 @@ fn change_both(env: &Env) {
         "echo 2 > a.txt; echo 2 > sub/a.txt",
     ]);
     c.current_dir(env.root());
-    ok(c.output().unwrap());
+    stdout_ok(c.output().unwrap());
 }
 
 #[test]
 fn restore_takes_path_filters_from_dash_c_dir() {
     let env = setup();
     change_both(&env);
-    ok(run(&env, true, &["restore", "m0", "--", "a.txt"]));
+    stdout_ok(run(&env, true, &["restore", "m0", "--", "a.txt"]));
     assert_eq!(content(&env, "a.txt"), "root\n");
     assert_eq!(content(&env, "sub/a.txt"), "2\n");
-    ok(run(&env, false, &["restore", "m0", "--", "a.txt"]));
+    stdout_ok(run(&env, false, &["restore", "m0", "--", "a.txt"]));
     assert_eq!(content(&env, "sub/a.txt"), "sub\n");
 }
 
@@ -212,9 +207,9 @@ fn restore_takes_path_filters_from_dash_c_dir() {
 fn diff_takes_path_filters_from_dash_c_dir() {
     let env = setup();
     change_both(&env);
-    let out = ok(run(&env, true, &["diff", "m0", "--stat", "--", "a.txt"]));
+    let out = stdout_ok(run(&env, true, &["diff", "m0", "--stat", "--", "a.txt"]));
     assert!(out.starts_with(" a.txt |"), "{out}");
-    let out = ok(run(&env, false, &["diff", "m0", "--stat", "--", "a.txt"]));
+    let out = stdout_ok(run(&env, false, &["diff", "m0", "--stat", "--", "a.txt"]));
     assert!(out.starts_with(" sub/a.txt |"), "{out}");
 }
 
@@ -225,13 +220,13 @@ fn checkpoint_takes_its_payload_file_from_dash_c_dir() {
     std::fs::write(env.root().join("sub/payload.json"), "22").unwrap();
     let size = |with_c: bool, message: &str| {
         let args = ["checkpoint", "--message", message];
-        let out = ok(run(
+        let out = stdout_ok(run(
             &env,
             with_c,
             &[&args[..], &["--payload-file", "payload.json"]].concat(),
         ));
         let id = out.lines().last().unwrap().to_string();
-        let shown = json(&ok(run(&env, true, &["--json", "show", &id])));
+        let shown = json(&stdout_ok(run(&env, true, &["--json", "show", &id])));
         shown["payload_size"].as_u64().unwrap()
     };
     assert_eq!(size(true, "m1"), 1);
@@ -245,7 +240,7 @@ fn exec_pwd(env: &Env, with_c: bool, sandbox: Option<&str>) -> PathBuf {
         args.extend(["--sandbox", mode]);
     }
     args.extend(["--", "pwd"]);
-    let out = ok(run(env, with_c, &args));
+    let out = stdout_ok(run(env, with_c, &args));
     PathBuf::from(out.trim_end())
 }
 
@@ -285,7 +280,7 @@ fn sandbox_exec_runs_its_command_and_takes_paths_from_dash_c_dir() {
     let env = sandbox_env();
     let root = root(&env);
     let pwd = |with_c: bool| -> PathBuf {
-        let out = ok(run(&env, with_c, &["sandbox", "exec", "--", "pwd"]));
+        let out = stdout_ok(run(&env, with_c, &["sandbox", "exec", "--", "pwd"]));
         PathBuf::from(out.trim_end())
     };
     assert_eq!(pwd(true), root);
@@ -300,7 +295,7 @@ fn sandbox_exec_runs_its_command_and_takes_paths_from_dash_c_dir() {
         )
     };
     assert_ne!(cat(true, &root.join("a.txt")).status.code(), Some(0));
-    assert_eq!(ok(cat(true, &root.join("sub/a.txt"))), "sub\n");
+    assert_eq!(stdout_ok(cat(true, &root.join("sub/a.txt"))), "sub\n");
     assert_ne!(cat(false, &root.join("sub/a.txt")).status.code(), Some(0));
-    assert_eq!(ok(cat(false, &root.join("a.txt"))), "root\n");
+    assert_eq!(stdout_ok(cat(false, &root.join("a.txt"))), "root\n");
 }

@@ -1,6 +1,6 @@
 //! The "looking" commands through the real binary: `rewind log`, `rewind show`, `rewind diff`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -4,11 +4,10 @@
 //! write, another exact epoch) keeps its change when this epoch is rewound, and gets it back
 //! when its own is.
 
-mod common;
-mod rewind_util;
+use crate::common;
 
+use crate::common::rewind::*;
 use common::{text, Env};
-use rewind_util::*;
 
 /// `rewind -s S write PATH` with `data` on stdin (a guarded write: read first).
 fn guarded_write(env: &Env, session: &str, rel: &str, data: &[u8]) {

@@ -8,14 +8,13 @@
 //! The mount cases run in a private mount namespace (`unshare -rm`), so they need neither root
 //! nor cleanup, and nothing they mount is visible outside.
 
-mod common;
-mod rewind_util;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output};
 
+use crate::common::rewind::*;
 use common::{noise, text, Env};
-use rewind_util::*;
 
 /// Runs `script` with `sh -e` in a new user and mount namespace; `$REWIND` is the binary
 /// (with `REWIND_HOME` set), `$WS` the workspace.

@@ -3,11 +3,10 @@
 //! un-ignored it, a file over the size cap until the cap was raised, a directory that holds
 //! such a file. Plain restores, `--force`, `--all` and `undo` alike; dry runs say so.
 
-mod common;
-mod rewind_util;
+use crate::common;
 
+use crate::common::rewind::*;
 use common::{text, Env};
-use rewind_util::*;
 
 /// The paths a report lists as not restorable (skipped) or kept.
 fn not_restored(v: &serde_json::Value) -> Vec<String> {

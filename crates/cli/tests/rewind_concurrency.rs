@@ -3,15 +3,14 @@
 //! succeeds (none gives up waiting for the lock: see `call`); every restore leaves that
 //! session's files exactly at its checkpoint; fsck is clean at the end.
 
-mod common;
-mod rewind_util;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
+use crate::common::rewind::*;
 use common::{last_line, text, Env, Gates};
-use rewind_util::*;
 
 const PROCS: usize = 8;
 const CYCLES: usize = 8;

@@ -2,15 +2,13 @@
 //! moments of a restore), then any command: the workspace is at the plan's target or untouched,
 //! never mixed; nothing is lost (undo and restores still reach every version); fsck is clean.
 
-mod common;
-
-mod rewind_util;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::rewind::*;
 use common::{text, Env};
-use rewind_util::*;
 
 struct Scenario {
     env: Env,
@@ -538,8 +536,8 @@ fn sigkill_at_random_moments_of_a_restore() {
     assert_eq!(read_tree(env.root()), s.after, "c1 at the end");
 }
 
-/// SPEC: `status` lists unfinished restores and open epochs (so a crash is visible before any
-/// recovering command runs), and no longer once recovered.
+/// docs/cli.md: `status` lists unfinished restores and open epochs (so a crash is visible
+/// before any recovering command runs), and no longer once recovered.
 #[test]
 fn status_reports_an_unfinished_restore() {
     let s = setup(8);

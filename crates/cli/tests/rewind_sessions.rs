@@ -2,13 +2,12 @@
 //! user's edits during and after a turn, head-only / files-only restores, checkpoint payloads,
 //! ids of other workspaces, unknown ids, and the bounded wait for a running tool call.
 
-mod common;
-mod rewind_util;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
+use crate::common::rewind::*;
 use common::{last_line, text, Env, Gates};
-use rewind_util::*;
 
 /// Done-when 1: two sessions edit different files and the same file in interleaved turns.
 /// Rewinding one never changes the other's work; the interleaved same-file case is a conflict

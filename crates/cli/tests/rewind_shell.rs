@@ -1,14 +1,13 @@
 //! Changes made only through shell commands, reverted exactly; rewind then undo (redo) is
 //! byte-identical; dry runs write nothing and list exactly what the real run does.
 
-mod common;
-mod rewind_util;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
+use crate::common::rewind::*;
 use common::{noise, text, Env};
-use rewind_util::*;
 
 const LATIN1: &[u8] = b"caf\xe9-\xff.bin";
 

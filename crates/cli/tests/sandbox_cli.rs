@@ -1,13 +1,13 @@
 //! `rewind sandbox check|exec` end to end, under real bubblewrap: exit codes, refusals,
 //! config handling, the mode matrix, secrets and ghost files through the CLI.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::require_bwrap;
+use common::{require_bwrap, text};
 
 const SECRET: &str = "sk-cli-test-do-not-leak";
 
@@ -90,15 +90,6 @@ fn output_within(mut c: Command, limit: Duration) -> Output {
 
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "code {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn stderr(o: &Output) -> String {

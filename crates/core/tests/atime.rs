@@ -1,6 +1,6 @@
 //! A capture reads files without touching their access time.
 
-mod common;
+use crate::common;
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;

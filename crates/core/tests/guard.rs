@@ -3,7 +3,7 @@
 //! rewrite), new files, write-after-write, epochs and undo, and edit/apply-patch against
 //! references (`diff -u`, `git diff`) with random inputs.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! Random sequences of exact and opaque epochs, the user's plain file writes between them,
 //! checkpoints, restores (to checkpoints and to epochs, forced or not), undos and whole-tree
 //! restores across two sessions run against a real workspace through the library, and against
-//! an in-memory model of DESIGN.md "Rewind semantics":
+//! an in-memory model of docs/design.md "Rewinding":
 //!
 //! - the model is the file map plus, per session, the ordered list of its epochs, each with the
 //!   (path, pre, post) of every path it changed;
@@ -20,7 +20,7 @@
 //! frequent. After every operation the disk must equal the model, and every restore/undo's
 //! steps and conflicts (and its dry run's) must be the model's.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

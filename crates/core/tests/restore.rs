@@ -1,7 +1,7 @@
 //! Whole-tree restore: only differing paths are written, ignored and uncovered paths are never
 //! touched, `.git` is never captured or written, and symlinks are never followed out.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 

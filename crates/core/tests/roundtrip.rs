@@ -2,7 +2,7 @@
 //! directories, odd names and modes) → capture → random mutations → restore → the tree is
 //! byte-, mode- and kind-identical to the original, and nothing outside the root changed.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

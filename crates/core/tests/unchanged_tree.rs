@@ -2,7 +2,7 @@
 //! hashing, no trees, no new cache, no diff). These check that the short cut never hides a
 //! change the full path would record.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -1,7 +1,7 @@
 //! The §6 sandbox test list, run for real under bubblewrap. Each test names its §6 numbers.
 //! Without bwrap these fail with "install bubblewrap" (see `common::require_bwrap`).
 
-mod common;
+use crate::common;
 use common::probe;
 
 use std::os::unix::fs::PermissionsExt;

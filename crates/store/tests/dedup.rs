@@ -1,6 +1,6 @@
 //! Objects are stored once, however often and from however many threads they are put.
 
-mod common;
+use crate::common;
 
 use common::{random, TestStore};
 use rewind_store::{StoreConfig, Writer};

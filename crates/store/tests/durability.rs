@@ -1,6 +1,6 @@
 //! What is visible when, and what is left behind.
 
-mod common;
+use crate::common;
 
 use common::{random, TestStore};
 use rewind_store::StoreConfig;

@@ -1,6 +1,6 @@
 //! Damage is found, named, and refused on read.
 
-mod common;
+use crate::common;
 
 use common::{random, stored_bytes_offset, TestStore};
 use rewind_store::{Error, FsckProblem, ObjectId, ObjectKind, StoreConfig};

@@ -1,7 +1,7 @@
 //! Small writers keep their objects in the index instead of a pack; large ones spill them all
 //! into packs. Either way every object reads back verified, and damage is found.
 
-mod common;
+use crate::common;
 
 use common::{open_in, random, TestStore};
 use rewind_store::{Error, FsckProblem, StoreConfig, INLINE};

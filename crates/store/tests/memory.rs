@@ -1,9 +1,10 @@
 //! Streaming: storing and reading a large input allocates a few chunks, not the input.
 //!
-//! Its own test binary, because it installs a counting global allocator and measures the
-//! peak of live heap bytes, which other tests running in parallel would disturb.
+//! It installs a counting global allocator (for the whole test binary) and measures the peak
+//! of live heap bytes, which other tests running in parallel would disturb: the measuring test
+//! re-runs this binary to run alone in a process of its own.
 
-mod common;
+use crate::common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Read;
@@ -62,8 +63,36 @@ impl std::io::Write for Compare {
     }
 }
 
+/// Set in the process that runs [`large_stream_in_bounded_memory`] alone.
+const ALONE: &str = "REWIND_STORE_MEMORY_TEST_ALONE";
+
+/// Runs the test `name` of this binary alone in a child process (no other test allocates
+/// there), and fails if it does not pass. Returns false in that child, which runs the body.
+fn in_a_process_of_its_own(name: &str) -> bool {
+    if std::env::var_os(ALONE).is_some() {
+        return false;
+    }
+    let o = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(ALONE, "1")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && out.contains("1 passed"),
+        "{name} alone: {:?}\nstdout:\n{out}\nstderr:\n{err}",
+        o.status
+    );
+    eprint!("{err}");
+    true
+}
+
 #[test]
 fn large_stream_in_bounded_memory() {
+    if in_a_process_of_its_own("memory::large_stream_in_bounded_memory") {
+        return;
+    }
     const LEN: u64 = 256 << 20;
     const BOUND: usize = 32 << 20;
     let t = TestStore::new();

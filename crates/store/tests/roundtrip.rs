@@ -1,6 +1,6 @@
 //! Everything stored comes back byte for byte, with the id `content_id` predicts.
 
-mod common;
+use crate::common;
 
 use common::{random, text, Dribble, TestStore};
 use proptest::prelude::*;

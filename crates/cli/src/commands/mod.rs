@@ -3,6 +3,7 @@
 pub mod apply_patch;
 pub mod check_write;
 pub mod checkpoint;
+pub mod completions;
 pub mod diff;
 pub mod edit;
 pub mod epoch;
@@ -10,6 +11,7 @@ pub mod exec;
 pub mod fsck;
 pub mod init;
 pub mod log;
+pub mod man;
 pub mod read;
 pub mod recover;
 pub mod restore;
@@ -47,6 +49,8 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Write(args) => write::run(cli, args),
         Command::Edit(args) => edit::run(cli, args),
         Command::ApplyPatch(args) => apply_patch::run(cli, args),
+        Command::Completions(args) => completions::run(cli, args),
+        Command::Man(args) => man::run(cli, args),
     }
 }
 

@@ -1,5 +1,10 @@
-//! Running the real `rewind` binary against temporary workspaces and state directories.
+//! Running the real `rewind` binary against temporary workspaces and state directories; the
+//! helpers of the rewind (op-log) tests are in `rewind`.
 #![allow(dead_code)]
+
+pub mod rewind;
+
+pub use rewind_testutil::require_bwrap;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -236,13 +241,23 @@ pub fn noise(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// The sandbox tests need bubblewrap; without it they fail (never pass silently).
-pub fn require_bwrap() {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "bwrap not found in PATH: install bubblewrap (apt-get install -y bubblewrap)"
-    );
+/// The stdout of a command that must have succeeded (exit 0).
+pub fn stdout_ok(o: Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The names in the "Commands:" section of `rewind [SUB] --help`.
+pub fn help_commands(env: &Env, sub: &[&str]) -> Vec<String> {
+    let mut args = sub.to_vec();
+    args.push("--help");
+    let help = stdout_ok(env.run(&args));
+    help.lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|c| c != "help")
+        .collect()
 }

@@ -13,16 +13,7 @@ pub mod probe;
 
 pub const SECRET: &str = "sk-test-do-not-leak-0123";
 
-/// Tests that need bubblewrap fail (never silently pass) without it.
-pub fn require_bwrap() {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "bwrap not found in PATH: install bubblewrap (apt-get install -y bubblewrap) to run the sandbox tests"
-    );
-}
+pub use rewind_testutil::require_bwrap;
 
 /// Polls `cond` every 10 ms until it holds, for at most `limit`; whether it held. For waiting
 /// on what another process does without guessing how long that takes on a loaded machine.
@@ -222,7 +213,8 @@ pub fn sh(p: &Policy, script: &str) -> Run {
     run_argv(p, &["/bin/sh", "-c", script], &[])
 }
 
-/// Runs a syscall probe: this very test binary, whose `probe` test acts on `REWIND_PROBE`.
+/// Runs a syscall probe: this very test binary, whose `bwrap::probe` test acts on
+/// `REWIND_PROBE`.
 pub fn syscall(p: &Policy, what: &str) -> Run {
     let exe = std::env::current_exe().unwrap();
     let exe = exe.to_str().unwrap();
@@ -231,7 +223,7 @@ pub fn syscall(p: &Policy, what: &str) -> Run {
         &[
             exe,
             "--exact",
-            "probe",
+            "bwrap::probe",
             "--nocapture",
             "--test-threads=1",
             "-q",

@@ -1,5 +1,5 @@
 //! Syscall probes run *inside* the sandbox: the test binary re-runs itself with
-//! `--exact probe` and `REWIND_PROBE="<what> [arg]"`; it prints `errno=N` (0 = success).
+//! `--exact bwrap::probe` and `REWIND_PROBE="<what> [arg]"`; it prints `errno=N` (0 = success).
 #![allow(dead_code)]
 
 fn errno() -> i32 {

@@ -2,112 +2,17 @@
 //! exactly (kind, mode, bytes, link text) with every mtime, and parse `--json` reports.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Output;
 
-use crate::common::{last_line, text, Env};
+use super::{last_line, text, Env};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Node {
-    File { mode: u32, data: Vec<u8> },
-    Symlink(Vec<u8>),
-    Dir { mode: u32 },
-}
-
-pub type Tree = BTreeMap<Vec<u8>, Node>;
-pub type Mtimes = BTreeMap<Vec<u8>, i64>;
-
-/// Everything under `root`, keyed by relative path bytes, never following symlinks.
-pub fn read_tree(root: &Path) -> Tree {
-    read_tree_mtimes(root).0
-}
-
-/// The tree and the mtime (ns) of every entry in it, directories and symlinks included.
-pub fn read_tree_mtimes(root: &Path) -> (Tree, Mtimes) {
-    let mut tree = BTreeMap::new();
-    let mut mtimes = BTreeMap::new();
-    fn go(abs: &Path, rel: &[u8], tree: &mut Tree, mtimes: &mut Mtimes) {
-        let mut names: Vec<_> = std::fs::read_dir(abs)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        names.sort();
-        for name in names {
-            let mut r = rel.to_vec();
-            if !r.is_empty() {
-                r.push(b'/');
-            }
-            r.extend_from_slice(name.as_bytes());
-            let path = abs.join(&name);
-            let m = std::fs::symlink_metadata(&path).unwrap();
-            mtimes.insert(r.clone(), m.mtime() * 1_000_000_000 + m.mtime_nsec());
-            let mode = m.mode() & 0o7777;
-            if m.file_type().is_symlink() {
-                let t = std::fs::read_link(&path).unwrap();
-                tree.insert(r, Node::Symlink(t.as_os_str().as_bytes().to_vec()));
-            } else if m.is_dir() {
-                tree.insert(r.clone(), Node::Dir { mode });
-                go(&path, &r, tree, mtimes);
-            } else {
-                let data = std::fs::read(&path).unwrap();
-                tree.insert(r, Node::File { mode, data });
-            }
-        }
-    }
-    go(root, b"", &mut tree, &mut mtimes);
-    (tree, mtimes)
-}
-
-/// A readable difference between two trees (for assertion messages).
-pub fn tree_diff(a: &Tree, b: &Tree) -> String {
-    let mut out = String::new();
-    for (k, v) in a {
-        match b.get(k) {
-            None => out += &format!("  only left:  {} {}\n", show(k), brief(v)),
-            Some(w) if w != v => {
-                out += &format!("  differs:    {} {} -> {}\n", show(k), brief(v), brief(w))
-            }
-            _ => {}
-        }
-    }
-    for (k, v) in b {
-        if !a.contains_key(k) {
-            out += &format!("  only right: {} {}\n", show(k), brief(v));
-        }
-    }
-    out
-}
-
-fn brief(n: &Node) -> String {
-    match n {
-        Node::File { mode, data } => format!(
-            "file {mode:o} {:?}",
-            String::from_utf8_lossy(&data[..data.len().min(40)])
-        ),
-        Node::Symlink(t) => format!("symlink -> {}", String::from_utf8_lossy(t)),
-        Node::Dir { mode } => format!("dir {mode:o}"),
-    }
-}
-
-pub fn show(p: &[u8]) -> String {
-    String::from_utf8_lossy(p).into_owned()
-}
-
-pub fn assert_tree_eq(actual: &Tree, expected: &Tree, what: &str) {
-    assert!(
-        actual == expected,
-        "{what}: tree differs (left = actual, right = expected):\n{}",
-        tree_diff(actual, expected)
-    );
-}
-
-pub fn p(root: &Path, rel: &[u8]) -> PathBuf {
-    root.join(OsStr::from_bytes(rel))
-}
+pub use rewind_testutil::tree::{
+    assert_tree_eq, p, read_tree, read_tree_mtimes, show, tree_diff, Mtimes, Node, Tree,
+};
 
 pub fn write(root: &Path, rel: &str, data: &[u8]) {
     let path = root.join(rel);

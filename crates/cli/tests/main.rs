@@ -1,0 +1,34 @@
+//! The integration tests of rewind-cli, as one test binary: each `tests/*.rs` is a module
+//! of it, and `common/` holds what they share (what other crates' tests share too is in the
+//! rewind-testutil crate). A file of `tests/` that is not declared here would not be compiled
+//! or run: `every_test_file_is_a_module` checks.
+//!
+//! They run the real `rewind` binary, built with failpoints (rewind-cli's dev-dependencies).
+
+mod common;
+
+mod basics;
+mod completions_man;
+mod contract;
+mod crash;
+mod docs;
+mod exec_sandbox;
+mod fail_closed;
+mod guard;
+mod invocation_dir;
+mod looking;
+mod overlapping_epochs;
+mod restore_failures;
+mod restore_safety;
+mod rewind_concurrency;
+mod rewind_crash;
+mod rewind_sessions;
+mod rewind_shell;
+mod sandbox_cli;
+
+#[test]
+fn every_test_file_is_a_module() {
+    rewind_testutil::assert_every_test_file_is_a_module(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+    );
+}

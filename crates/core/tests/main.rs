@@ -1,0 +1,24 @@
+//! The integration tests of rewind-core, as one test binary: each `tests/*.rs` is a module
+//! of it, and `common/` holds what they share (what other crates' tests share too is in the
+//! rewind-testutil crate). A file of `tests/` that is not declared here would not be compiled
+//! or run: `every_test_file_is_a_module` checks.
+//!
+//! proptest keeps the seeds of past failures of a test file `tests/NAME.rs` in
+//! `proptest-regressions/NAME.txt` at the crate's root (it finds them from this `main.rs`).
+
+mod common;
+
+mod atime;
+mod guard;
+mod layout;
+mod model;
+mod restore;
+mod roundtrip;
+mod unchanged_tree;
+
+#[test]
+fn every_test_file_is_a_module() {
+    rewind_testutil::assert_every_test_file_is_a_module(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+    );
+}
