@@ -1,3 +1,0 @@
-//! rewind-api's integration tests, one binary.
-
-mod docs;
