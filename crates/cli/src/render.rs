@@ -65,3 +65,11 @@ impl Colour {
         }
     }
 }
+
+/// One line per changed path (`  modify   src/lib.rs`), as epochs and guarded writes list
+/// them.
+pub fn print_changes(changes: &[rewind_api::StepView]) {
+    for c in changes {
+        println!("  {:<8} {}", c.action, c.path);
+    }
+}

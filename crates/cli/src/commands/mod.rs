@@ -127,3 +127,15 @@ impl From<&rewind_core::Change> for ChangeView {
         }
     }
 }
+
+/// How the epoch of a tool is labelled (`exec`, `epoch begin` and the guarded tools).
+#[derive(clap::Args, Debug)]
+pub struct ToolArgs {
+    /// The tool name recorded with the epoch (e.g. bash, edit) [default: the command's name;
+    /// none for `epoch begin`].
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// The agent's tool call id recorded with the epoch.
+    #[arg(long, value_name = "ID")]
+    pub tool_call: Option<String>,
+}
