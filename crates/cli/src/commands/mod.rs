@@ -79,19 +79,6 @@ pub fn workspace_root(cli: &Cli) -> anyhow::Result<PathBuf> {
     Ok(cli.dir.clone())
 }
 
-/// A path from the command line as a workspace-relative path: a relative one is taken from
-/// the invocation directory (`-C DIR` or the current directory), an absolute one must be
-/// inside the workspace `root`.
-pub fn user_path(cli: &Cli, root: &Path, p: &Path) -> anyhow::Result<Vec<u8>> {
-    Ok(rewind_core::relpath::from_user(root, &cli.dir, p)?)
-}
-
-/// A file named on the command line that is not a workspace path (a payload, a patch file):
-/// a relative one is taken from the invocation directory, like the workspace paths.
-pub fn user_file(cli: &Cli, p: &Path) -> PathBuf {
-    cli.dir.join(p)
-}
-
 /// The service for this invocation: acting from its directory, for its session.
 pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
     Ok(rewind_api::Service::new(rewind_api::Context::new(
@@ -105,27 +92,6 @@ pub fn open_workspace(cli: &Cli, force: bool) -> anyhow::Result<Workspace> {
     let ws = Workspace::open(&root, &OpenOptions { force, home: None })?;
     rewind_core::trace::phase("workspace open");
     Ok(ws)
-}
-
-/// A change as commands print it.
-#[derive(serde::Serialize)]
-pub struct ChangeView {
-    pub action: &'static str,
-    pub path: String,
-    pub before: Option<rewind_core::EntryView>,
-    pub after: Option<rewind_core::EntryView>,
-}
-
-impl From<&rewind_core::Change> for ChangeView {
-    fn from(c: &rewind_core::Change) -> Self {
-        let v = rewind_core::restore::StepView::from(c);
-        ChangeView {
-            action: v.action,
-            path: v.path,
-            before: v.before,
-            after: v.after,
-        }
-    }
 }
 
 /// How the epoch of a tool is labelled (`exec`, `epoch begin` and the guarded tools).
