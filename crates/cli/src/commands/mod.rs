@@ -21,7 +21,6 @@ pub mod write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rewind_core::{OpenOptions, Workspace};
 
 use crate::{Cli, Command};
 
@@ -66,32 +65,12 @@ pub fn invocation_dir(dash_c: Option<&Path>) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// The workspace root: the nearest registered ancestor of the invocation directory (so
-/// `rewind status` works from a subdirectory, like git), else the invocation directory.
-pub fn workspace_root(cli: &Cli) -> anyhow::Result<PathBuf> {
-    if let Ok(home) = rewind_core::rewind_home() {
-        for dir in cli.dir.ancestors() {
-            if Workspace::is_registered(&home, dir) {
-                return Ok(dir.to_path_buf());
-            }
-        }
-    }
-    Ok(cli.dir.clone())
-}
-
 /// The service for this invocation: acting from its directory, for its session.
 pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
     Ok(rewind_api::Service::new(rewind_api::Context::new(
         &cli.dir,
         &cli.session,
     )?))
-}
-
-pub fn open_workspace(cli: &Cli, force: bool) -> anyhow::Result<Workspace> {
-    let root = workspace_root(cli)?;
-    let ws = Workspace::open(&root, &OpenOptions { force, home: None })?;
-    rewind_core::trace::phase("workspace open");
-    Ok(ws)
 }
 
 /// How the epoch of a tool is labelled (`exec`, `epoch begin` and the guarded tools).
