@@ -89,6 +89,15 @@ impl Context {
         )?))
     }
 
+    /// Several paths the caller gave, as workspace paths (bytes) of `ws_root`.
+    pub(crate) fn ws_paths(
+        &self,
+        ws_root: &Path,
+        user: &[PathBuf],
+    ) -> Result<Vec<Vec<u8>>, ApiError> {
+        user.iter().map(|p| Ok(self.path(ws_root, p)?.0)).collect()
+    }
+
     /// A file the caller named that is not a workspace path (a payload, a patch file): a
     /// relative one is taken from the directory, like workspace paths.
     pub fn file(&self, user: &Path) -> PathBuf {

@@ -91,20 +91,6 @@ fn classify(err: &anyhow::Error) -> (i32, &'static str) {
         if let Some(e) = cause.downcast_ref::<rewind_api::ApiError>() {
             return (e.kind.exit_code(), e.kind.as_str());
         }
-        if let Some(e) = cause.downcast_ref::<rewind_core::Error>() {
-            return core_code(e);
-        }
-        if let Some(e) = cause.downcast_ref::<rewind_store::Error>() {
-            return store_code(e);
-        }
-        if let Some(e) = cause.downcast_ref::<rewind_sandbox::Error>() {
-            // Refused or unavailable: nothing was run.
-            return if e.is_refusal() {
-                (SANDBOX, "sandbox")
-            } else {
-                (ERROR, "error")
-            };
-        }
     }
     (ERROR, "error")
 }
@@ -119,35 +105,6 @@ fn code_kind(code: i32) -> &'static str {
         SANDBOX => "sandbox",
         UNAVAILABLE => "unavailable",
         _ => "error",
-    }
-}
-
-fn core_code(e: &rewind_core::Error) -> (i32, &'static str) {
-    use rewind_core::Error as E;
-    match e {
-        E::Busy { .. } => (BUSY, "busy"),
-        E::Store(s) => store_code(s),
-        E::Usage(_) => (USAGE, "usage"),
-        E::Guard(_) => (GUARD, "guard"),
-        E::Unknown(_) => (ERROR, "unknown"),
-        E::State(_) => (ERROR, "state"),
-        E::Config { .. } => (ERROR, "config"),
-        E::Workspace(_) => (ERROR, "workspace"),
-        E::Tool { .. } => (ERROR, "tool"),
-        E::Unavailable(_) => (UNAVAILABLE, "unavailable"),
-        // What failed decides (a store error mid-apply is still "unavailable").
-        E::RolledBack(cause) | E::RollbackFailed { cause, .. } => core_code(cause),
-        _ => (ERROR, "error"),
-    }
-}
-
-fn store_code(e: &rewind_store::Error) -> (i32, &'static str) {
-    use rewind_store::Error as E;
-    match e {
-        E::Missing { .. } | E::Corrupt { .. } | E::MissingPack { .. } => {
-            (UNAVAILABLE, "unavailable")
-        }
-        _ => (ERROR, "error"),
     }
 }
 

@@ -5,6 +5,7 @@
 mod commands;
 mod exit;
 mod output;
+mod render;
 
 use std::path::PathBuf;
 
@@ -75,7 +76,7 @@ pub enum Command {
 }
 
 fn main() {
-    rewind_core::trace::phase("start");
+    rewind_api::trace::phase("start");
     // Like any Unix filter: when the reader of our stdout goes away (`rewind log | head`),
     // die quietly of SIGPIPE instead of panicking on a failed print.
     // SAFETY: setting a signal disposition before any thread starts.
@@ -102,9 +103,9 @@ fn main() {
             std::process::exit(code);
         }
     };
-    rewind_core::trace::phase("parsed");
+    rewind_api::trace::phase("parsed");
     let result = commands::run(&mut cli);
-    rewind_core::trace::phase("done");
+    rewind_api::trace::phase("done");
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {

@@ -23,12 +23,14 @@
 //! | `record`    | epochs and checkpoints, attributed to the session that made them        |
 //! | `rewind`    | restores of the op log: targets, journal, rollback, recovery            |
 //! | `history`   | the log as a front shows it                                             |
+//! | `diff`      | the structured diff (files, hunks, tagged lines) every front renders    |
 //! | `guard`     | the guarded tools: read, check, write, edit, apply-patch                |
 
 mod base;
 mod capture;
 pub mod config;
 mod db;
+pub mod diff;
 mod error;
 mod fs;
 pub mod guard;

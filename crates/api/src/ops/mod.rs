@@ -1,6 +1,11 @@
 //! The operations, one module per concept; each has a request and a response type. The list in
 //! [`OPERATIONS`] names them for JSON-RPC and MCP and generates `docs/api.md`.
 
+pub mod guard;
+pub mod history;
+pub mod record;
+pub mod rewind;
+pub mod sandbox;
 pub mod workspace;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -39,4 +44,36 @@ operations! {
         "Verify every stored object and reference; name what is lost.";
     "recover" => workspace::RecoverRequest, workspace::RecoverResponse,
         "Finish interrupted restores and settle epochs whose process died.";
+    "log" => history::LogRequest, history::LogResponse,
+        "Checkpoints and epochs of the session (or of every session), newest first.";
+    "show" => history::ShowRequest, history::ShowResponse,
+        "One checkpoint or epoch with all its fields, and for an epoch the paths it changed.";
+    "diff" => history::DiffRequest, history::DiffResponse,
+        "The diff of an epoch, of a checkpoint against now, or between two checkpoints' trees.";
+    "checkpoint" => record::CheckpointRequest, record::CheckpointResponse,
+        "Mark a turn boundary of the session, bound to a conversation node.";
+    "epoch_begin" => record::EpochBeginRequest, record::EpochBeginResponse,
+        "Open an epoch for the session: exact with declared paths, else opaque.";
+    "epoch_end" => record::EpochEndRequest, record::EpochEndResponse,
+        "Settle (or abort) the session's open epoch, or the named one, recording what changed.";
+    "exec" => record::ExecRequest, record::ExecResponse,
+        "Run a command (optionally sandboxed) as one opaque epoch of the session.";
+    "restore" => rewind::RestoreRequest, rewind::RestoreResponse,
+        "Restore the session to a checkpoint or epoch, with a plan and conflict refusal.";
+    "undo" => rewind::UndoRequest, rewind::UndoResponse,
+        "Undo the session's newest epoch (or the named one); undoing a restore is redo.";
+    "read" => guard::ReadRequest, guard::ReadResponse,
+        "Read files and record what the session has seen of them (the guard's baseline).";
+    "check_write" => guard::CheckWriteRequest, guard::CheckWriteResponse,
+        "Whether a guarded write of each path would be allowed now, and why not.";
+    "write" => guard::WriteRequest, guard::WriteResponse,
+        "Guarded write of a whole file, as one exact epoch.";
+    "edit" => guard::EditRequest, guard::EditResponse,
+        "Guarded exact string replacement in a file, as one exact epoch.";
+    "apply_patch" => guard::ApplyPatchRequest, guard::ApplyPatchResponse,
+        "Guarded, all-or-nothing unified diff, as one exact epoch over every touched path.";
+    "sandbox_check" => sandbox::SandboxCheckRequest, sandbox::SandboxCheckResponse,
+        "Check that the OS sandbox works here under the workspace's policy.";
+    "sandbox_exec" => sandbox::SandboxExecRequest, sandbox::SandboxExecResponse,
+        "Run a command under the workspace's sandbox policy, recording nothing.";
 }

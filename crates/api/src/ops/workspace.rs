@@ -96,11 +96,11 @@ impl Service {
     }
 
     pub fn status(&self, _req: &StatusRequest) -> Result<StatusResponse, ApiError> {
-        Ok(self.ctx.open(false)?.status()?)
+        Ok(self.ws()?.status()?)
     }
 
     pub fn fsck(&self, _req: &FsckRequest) -> Result<FsckResponse, ApiError> {
-        let ws = self.ctx.open(false)?;
+        let ws = self.ws()?;
         let (store_report, lost) = ws.fsck()?;
         let mut problems: Vec<String> = store_report.problems.iter().map(describe).collect();
         problems.extend(lost);
@@ -113,7 +113,7 @@ impl Service {
     }
 
     pub fn recover(&self, _req: &RecoverRequest) -> Result<RecoverResponse, ApiError> {
-        Ok(self.ctx.open(false)?.recover()?)
+        Ok(self.ws()?.recover()?)
     }
 }
 

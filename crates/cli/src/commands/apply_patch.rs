@@ -4,10 +4,9 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use rewind_core::PatchOptions;
-use serde::Serialize;
+use rewind_api::{ApplyPatchRequest, ApplyPatchResponse, PatchedFile};
 
-use super::write::{ToolArgs, Written};
+use super::ToolArgs;
 use crate::Cli;
 
 /// Guarded, all-or-nothing unified diff from stdin or a file (one exact epoch)
@@ -43,31 +42,29 @@ pub struct Args {
     pub tool: ToolArgs,
 }
 
-#[derive(Serialize)]
-struct DryRun {
-    dry_run: bool,
-    files: Vec<rewind_core::PatchedFile>,
-}
-
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let text = match &args.file {
-        Some(f) => std::fs::read(super::user_file(cli, f))
-            .with_context(|| format!("reading {}", f.display()))?,
+    let service = super::service(cli)?;
+    service.open()?;
+    // A patch file is read by the service; stdin is read here.
+    let patch = match &args.file {
+        Some(_) => None,
         None => {
             let mut buf = Vec::new();
             std::io::stdin()
                 .read_to_end(&mut buf)
                 .context("reading the patch from stdin")?;
-            buf
+            Some(buf)
         }
     };
-    let opts = PatchOptions {
-        strip: args.strip,
+    let out = service.apply_patch(&ApplyPatchRequest {
+        patch,
+        file: args.file.clone(),
         dry_run: args.dry_run,
-    };
-    let patched = ws.apply_patch(&cli.session, &text, &opts, &args.tool.call("apply-patch"))?;
-    let describe = |f: &rewind_core::PatchedFile| match &f.from {
+        strip: args.strip,
+        tool: args.tool.tool.clone(),
+        tool_call: args.tool.tool_call.clone(),
+    })?;
+    let describe = |f: &PatchedFile| match &f.from {
         Some(from) => format!(
             "  {:<8} {} -> {}",
             f.op,
@@ -76,37 +73,28 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         ),
         None => format!("  {:<8} {}", f.op, String::from_utf8_lossy(&f.path)),
     };
-    match &patched.settled {
-        None => {
-            let out = DryRun {
-                dry_run: true,
-                files: patched.files.clone(),
-            };
-            crate::output::emit(cli.json, &out, |o| {
-                println!(
-                    "the patch applies cleanly ({} files); nothing written",
-                    o.files.len()
-                );
-                for f in &o.files {
-                    println!("{}", describe(f));
-                }
-            })?;
+    crate::output::emit(cli.json, &out, |o| match o {
+        ApplyPatchResponse::DryRun(d) => {
+            println!(
+                "the patch applies cleanly ({} files); nothing written",
+                d.files.len()
+            );
+            for f in &d.files {
+                println!("{}", describe(f));
+            }
         }
-        Some(s) => {
-            let mut out = Written::new(s);
-            out.files = Some(patched.files.clone());
-            crate::output::emit(cli.json, &out, |o| {
-                println!(
-                    "applied the patch ({} files) as epoch {}",
-                    patched.files.len(),
-                    o.id
-                );
-                for f in &patched.files {
-                    println!("{}", describe(f));
-                }
-                println!("{}", o.id);
-            })?;
+        ApplyPatchResponse::Applied(w) => {
+            let files = w.files.as_deref().unwrap_or_default();
+            println!(
+                "applied the patch ({} files) as epoch {}",
+                files.len(),
+                w.id
+            );
+            for f in files {
+                println!("{}", describe(f));
+            }
+            println!("{}", w.id);
         }
-    }
+    })?;
     Ok(0)
 }

@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use crate::{exit, Cli};
 
 /// Exit 0 if a guarded write would be allowed now, 5 with the reason if not
@@ -24,50 +22,15 @@ pub struct Args {
     pub paths: Vec<PathBuf>,
 }
 
-#[derive(Serialize)]
-struct Verdict {
-    path: String,
-    allowed: bool,
-    new_file: bool,
-    partial_read: bool,
-    reason: Option<String>,
-    refusal: Option<rewind_core::GuardRefusal>,
-}
-
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let mut verdicts = Vec::new();
-    for p in &args.paths {
-        let rel = super::user_path(cli, ws.root(), p)?;
-        match ws.check_write(&cli.session, &rel) {
-            Ok(c) => verdicts.push(Verdict {
-                path: rewind_core::relpath::display(&rel),
-                allowed: true,
-                new_file: c.new_file,
-                partial_read: c.fingerprint.as_ref().is_some_and(|f| f.partial),
-                reason: None,
-                refusal: None,
-            }),
-            Err(rewind_core::Error::Guard(refusals)) => {
-                for r in refusals {
-                    verdicts.push(Verdict {
-                        path: rewind_core::relpath::display(&r.path),
-                        allowed: false,
-                        new_file: false,
-                        partial_read: r.partial,
-                        reason: Some(r.to_string()),
-                        refusal: Some(r),
-                    });
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let refused = verdicts.iter().any(|v| !v.allowed);
+    let verdicts = super::service(cli)?.check_write(&rewind_api::CheckWriteRequest {
+        paths: args.paths.clone(),
+    })?;
+    let refused = verdicts.0.iter().any(|v| !v.allowed);
     if cli.json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     }
-    for v in &verdicts {
+    for v in &verdicts.0 {
         match &v.reason {
             Some(reason) => eprintln!("rewind: refusing to write {reason}"),
             None if !cli.json => {

@@ -2,9 +2,8 @@
 
 use std::path::PathBuf;
 
-use rewind_core::{EditSpec, StagedWrite};
-
-use super::write::{staging_target, ToolArgs, Written};
+use super::write::print_written;
+use super::ToolArgs;
 use crate::Cli;
 
 /// Guarded exact string replacement in a file (one exact epoch)
@@ -39,27 +38,25 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let spec = EditSpec {
-        old: args.old.clone().into_bytes(),
-        new: args.new.clone().into_bytes(),
+    let out = super::service(cli)?.edit(&rewind_api::EditRequest {
+        path: args.path.clone(),
+        old: args.old.clone(),
+        new: args.new.clone(),
         all: args.all,
-    };
-    // The edited content is computed and staged (written and fsynced under no name) while the
-    // workspace opens; the edit proper uses it if the file is still what the staging read.
-    let (root, rel) = staging_target(cli, &args.path)?;
-    let staged = StagedWrite::start_edit(&root, rel, spec.clone());
-    let ws = super::open_workspace(cli, false)?;
-    let edited = ws.edit_staged(&cli.session, staged, &spec, &args.tool.call("edit"))?;
-    let mut out = Written::new(&edited.settled);
-    out.replacements = Some(edited.replacements);
-    let n = edited.replacements;
+        tool: args.tool.tool.clone(),
+        tool_call: args.tool.tool_call.clone(),
+    })?;
+    let n = out.replacements.unwrap_or(0);
     crate::output::emit(cli.json, &out, |o| {
-        o.print(&format!(
-            "edited {}: {n} replacement{} as epoch {}",
-            args.path.display(),
-            if n == 1 { "" } else { "s" },
-            o.id
-        ))
+        print_written(
+            o,
+            &format!(
+                "edited {}: {n} replacement{} as epoch {}",
+                args.path.display(),
+                if n == 1 { "" } else { "s" },
+                o.id
+            ),
+        )
     })?;
     Ok(0)
 }

@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use rewind_core::EpochSpec;
-use serde::Serialize;
+use rewind_api::{EpochBeginRequest, EpochEndRequest};
 
+use super::ToolArgs;
 use crate::output::emit;
+use crate::render::print_changes;
 use crate::Cli;
 
 /// Open, settle or abort an epoch (for agents' own tool hooks).
@@ -32,10 +33,8 @@ pub enum Sub {
 
 #[derive(clap::Args, Debug)]
 pub struct BeginArgs {
-    #[arg(long, value_name = "NAME")]
-    pub tool: Option<String>,
-    #[arg(long, value_name = "ID")]
-    pub tool_call: Option<String>,
+    #[command(flatten)]
+    pub tool: ToolArgs,
     /// A path the tool will write (repeatable; relative to the current directory or -C DIR);
     /// makes the epoch exact. A directory declares everything below it (and what is created
     /// inside it is recorded too).
@@ -49,62 +48,27 @@ pub struct EndArgs {
     pub epoch: Option<String>,
 }
 
-#[derive(Serialize)]
-struct Began {
-    id: String,
-    kind: rewind_core::EpochKind,
-    session: String,
-}
-
-#[derive(Serialize)]
-struct Ended {
-    id: String,
-    state: rewind_core::EpochState,
-    changes: Vec<super::ChangeView>,
-}
-
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
+    let service = super::service(cli)?;
     match &args.command {
         Sub::Begin(a) => {
-            let mut paths = Vec::new();
-            for p in &a.paths {
-                paths.push(super::user_path(cli, ws.root(), p)?);
-            }
-            let spec = EpochSpec {
-                tool: a.tool.clone(),
-                tool_call: a.tool_call.clone(),
-                paths,
-                process_owned: false,
-                note: None,
-            };
-            let e = ws.begin_epoch(&cli.session, &spec)?;
-            emit(
-                cli.json,
-                &Began {
-                    id: e.id.clone(),
-                    kind: e.kind,
-                    session: e.session.clone(),
-                },
-                |b| {
-                    println!("{}", b.id);
-                },
-            )?;
+            let began = service.epoch_begin(&EpochBeginRequest {
+                tool: a.tool.tool.clone(),
+                tool_call: a.tool.tool_call.clone(),
+                paths: a.paths.clone(),
+            })?;
+            emit(cli.json, &began, |b| println!("{}", b.id))?;
         }
         Sub::End(a) | Sub::Abort(a) => {
             let abort = matches!(args.command, Sub::Abort(_));
-            let s = ws.end_epoch(&cli.session, a.epoch.as_deref(), abort)?;
-            let out = Ended {
-                id: s.epoch.id.clone(),
-                state: s.epoch.state,
-                changes: s.changes.iter().map(super::ChangeView::from).collect(),
-            };
+            let out = service.epoch_end(&EpochEndRequest {
+                epoch: a.epoch.clone(),
+                abort,
+            })?;
             emit(cli.json, &out, |o| {
                 let verb = if abort { "aborted" } else { "settled" };
                 println!("{verb} epoch {}: {} changed paths", o.id, o.changes.len());
-                for c in &o.changes {
-                    println!("  {:<8} {}", c.action, c.path);
-                }
+                print_changes(&o.changes);
             })?;
         }
     }

@@ -48,7 +48,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             roff: String::from_utf8(main_page(&cmd)?)?,
         },
         Some(dir) => {
-            let dir = super::user_file(cli, dir);
+            let dir = cli.dir.join(dir);
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let mut written = Vec::new();

@@ -23,7 +23,6 @@ pub mod write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rewind_core::{OpenOptions, Workspace};
 
 use crate::{Cli, Command};
 
@@ -70,32 +69,6 @@ pub fn invocation_dir(dash_c: Option<&Path>) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// The workspace root: the nearest registered ancestor of the invocation directory (so
-/// `rewind status` works from a subdirectory, like git), else the invocation directory.
-pub fn workspace_root(cli: &Cli) -> anyhow::Result<PathBuf> {
-    if let Ok(home) = rewind_core::rewind_home() {
-        for dir in cli.dir.ancestors() {
-            if Workspace::is_registered(&home, dir) {
-                return Ok(dir.to_path_buf());
-            }
-        }
-    }
-    Ok(cli.dir.clone())
-}
-
-/// A path from the command line as a workspace-relative path: a relative one is taken from
-/// the invocation directory (`-C DIR` or the current directory), an absolute one must be
-/// inside the workspace `root`.
-pub fn user_path(cli: &Cli, root: &Path, p: &Path) -> anyhow::Result<Vec<u8>> {
-    Ok(rewind_core::relpath::from_user(root, &cli.dir, p)?)
-}
-
-/// A file named on the command line that is not a workspace path (a payload, a patch file):
-/// a relative one is taken from the invocation directory, like the workspace paths.
-pub fn user_file(cli: &Cli, p: &Path) -> PathBuf {
-    cli.dir.join(p)
-}
-
 /// The service for this invocation: acting from its directory, for its session.
 pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
     Ok(rewind_api::Service::new(rewind_api::Context::new(
@@ -104,30 +77,14 @@ pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
     )?))
 }
 
-pub fn open_workspace(cli: &Cli, force: bool) -> anyhow::Result<Workspace> {
-    let root = workspace_root(cli)?;
-    let ws = Workspace::open(&root, &OpenOptions { force, home: None })?;
-    rewind_core::trace::phase("workspace open");
-    Ok(ws)
-}
-
-/// A change as commands print it.
-#[derive(serde::Serialize)]
-pub struct ChangeView {
-    pub action: &'static str,
-    pub path: String,
-    pub before: Option<rewind_core::EntryView>,
-    pub after: Option<rewind_core::EntryView>,
-}
-
-impl From<&rewind_core::Change> for ChangeView {
-    fn from(c: &rewind_core::Change) -> Self {
-        let v = rewind_core::restore::StepView::from(c);
-        ChangeView {
-            action: v.action,
-            path: v.path,
-            before: v.before,
-            after: v.after,
-        }
-    }
+/// How the epoch of a tool is labelled (`exec`, `epoch begin` and the guarded tools).
+#[derive(clap::Args, Debug)]
+pub struct ToolArgs {
+    /// The tool name recorded with the epoch (e.g. bash, edit) [default: the command's name;
+    /// none for `epoch begin`].
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// The agent's tool call id recorded with the epoch.
+    #[arg(long, value_name = "ID")]
+    pub tool_call: Option<String>,
 }

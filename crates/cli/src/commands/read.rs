@@ -3,8 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use rewind_core::{Fingerprint, LineRange, ReadResult};
-use serde::Serialize;
+use rewind_api::{LineRange, ReadFile, ReadRequest, ReadResponse};
 
 use crate::Cli;
 
@@ -36,32 +35,11 @@ pub struct Args {
     pub number: bool,
 }
 
-#[derive(Serialize)]
-struct FileView<'a> {
-    path: String,
-    size: u64,
-    lines: usize,
-    range: Option<(usize, usize)>,
-    partial: bool,
-    /// The bytes returned (lossy UTF-8 when `utf8` is false).
-    content: String,
-    utf8: bool,
-    fingerprint: &'a Fingerprint,
-}
-
-#[derive(Serialize)]
-struct Out<'a> {
-    session: &'a str,
-    files: Vec<FileView<'a>>,
-}
-
-fn numbered(r: &ReadResult) -> Vec<u8> {
+/// The lines of `r`, each prefixed with its number (as `cat -n`).
+fn numbered(r: &ReadFile) -> Vec<u8> {
     let first = r.range.map_or(1, |(s, _)| s);
-    let mut out = Vec::with_capacity(r.content.len() + r.content.len() / 8);
-    for (i, line) in rewind_core::patch::split_lines(&r.content)
-        .iter()
-        .enumerate()
-    {
+    let mut out = Vec::with_capacity(r.bytes.len() + r.bytes.len() / 8);
+    for (i, line) in r.bytes.split_inclusive(|b| *b == b'\n').enumerate() {
         out.extend_from_slice(format!("{:>6}\t", first + i).as_bytes());
         out.extend_from_slice(line);
     }
@@ -69,16 +47,23 @@ fn numbered(r: &ReadResult) -> Vec<u8> {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let mut results = Vec::new();
+    let service = super::service(cli)?;
+    let mut doc = ReadResponse {
+        session: cli.session.clone(),
+        files: Vec::new(),
+    };
     let stdout = std::io::stdout();
+    // One file at a time, so what was read is printed before a later file fails.
     for p in &args.paths {
-        let rel = super::user_path(cli, ws.root(), p)?;
-        let r = ws.read_file(&cli.session, &rel, args.range)?;
+        let mut one = service.read(&ReadRequest {
+            paths: vec![p.clone()],
+            range: args.range,
+        })?;
+        let r = one.files.remove(0);
         if !cli.json {
             let mut out = stdout.lock();
             if args.paths.len() > 1 {
-                if !results.is_empty() {
+                if !doc.files.is_empty() {
                     out.write_all(b"\n")?;
                 }
                 writeln!(out, "==> {} <==", p.display())?;
@@ -86,7 +71,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             if args.number {
                 out.write_all(&numbered(&r))?;
             } else {
-                out.write_all(&r.content)?;
+                out.write_all(&r.bytes)?;
             }
             out.flush()?;
             if r.partial {
@@ -98,26 +83,10 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                 );
             }
         }
-        results.push(r);
+        doc.files.push(r);
     }
     if cli.json {
-        let out = Out {
-            session: &cli.session,
-            files: results
-                .iter()
-                .map(|r| FileView {
-                    path: rewind_core::relpath::display(&r.path),
-                    size: r.size,
-                    lines: r.lines,
-                    range: r.range,
-                    partial: r.partial,
-                    utf8: std::str::from_utf8(&r.content).is_ok(),
-                    content: String::from_utf8_lossy(&r.content).into_owned(),
-                    fingerprint: &r.fingerprint,
-                })
-                .collect(),
-        };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     Ok(0)
 }

@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use rewind_core::{Mode, RewindOptions, RewindOutcome};
-use serde::Serialize;
+use rewind_api::{RestoreRequest, RestoreResponse, UndoRequest};
 
 use crate::output::emit;
 use crate::{exit, Cli};
@@ -66,87 +65,43 @@ pub struct UndoArgs {
     pub common: Common,
 }
 
-#[derive(Serialize)]
-struct Report<'a> {
-    dry_run: bool,
-    applied: bool,
-    refused: bool,
-    steps: Vec<rewind_core::restore::StepView>,
-    conflicts: &'a [rewind_core::Conflict],
-    skipped: &'a [rewind_core::Skipped],
-    kept: &'a [rewind_core::Skipped],
-    epoch: Option<&'a str>,
-    head: Option<&'a str>,
-    payload: Option<String>,
-}
-
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let mut paths = Vec::new();
-    for p in &args.paths {
-        paths.push(super::user_path(cli, ws.root(), p)?);
-    }
-    let target = ws.resolve(&cli.session, &args.target)?;
-    let mode = if args.head_only {
-        Mode::HeadOnly
-    } else if args.files_only {
-        Mode::FilesOnly
-    } else {
-        Mode::Both
-    };
-    let opts = RewindOptions {
+    let out = super::service(cli)?.restore(&RestoreRequest {
+        target: args.target.clone(),
         dry_run: args.common.dry_run,
         force: args.common.force,
         all: args.all,
-        mode,
-        paths,
-        wait: None,
-    };
-    let out = ws.restore(&cli.session, &target, &opts)?;
-    report(cli, &out, &opts)
+        files_only: args.files_only,
+        head_only: args.head_only,
+        paths: args.paths.clone(),
+    })?;
+    report(cli, &out)
 }
 
 pub fn run_undo(cli: &Cli, args: &UndoArgs) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    let opts = RewindOptions {
+    let out = super::service(cli)?.undo(&UndoRequest {
+        epoch: args.epoch.clone(),
         dry_run: args.common.dry_run,
         force: args.common.force,
-        ..Default::default()
-    };
-    let out = ws.undo(&cli.session, args.epoch.as_deref(), &opts)?;
-    report(cli, &out, &opts)
+    })?;
+    report(cli, &out)
 }
 
-fn report(cli: &Cli, out: &RewindOutcome, opts: &RewindOptions) -> anyhow::Result<i32> {
-    let refused = !out.conflicts.is_empty() && !opts.force;
-    let doc = Report {
-        dry_run: opts.dry_run,
-        applied: out.applied,
-        refused,
-        steps: out.steps.iter().map(Into::into).collect(),
-        conflicts: &out.conflicts,
-        skipped: &out.skipped,
-        kept: &out.kept,
-        epoch: out.epoch.as_deref(),
-        head: out.head.as_deref(),
-        payload: out
-            .payload
-            .as_ref()
-            .map(|p| String::from_utf8_lossy(p).into_owned()),
-    };
-    emit(cli.json, &doc, |d| {
+fn report(cli: &Cli, doc: &RestoreResponse) -> anyhow::Result<i32> {
+    let refused = doc.refused;
+    emit(cli.json, doc, |d| {
         let would = if d.applied { "" } else { "would " };
         for s in &d.steps {
             println!("{would}{:<8} {}", s.action, s.path);
         }
-        for c in d.conflicts {
+        for c in &d.conflicts {
             eprintln!(
                 "conflict: {} was changed by {} since this session wrote it",
                 String::from_utf8_lossy(&c.path),
                 c.changed_by
             );
         }
-        for s in d.skipped.iter().chain(d.kept) {
+        for s in d.skipped.iter().chain(&d.kept) {
             eprintln!(
                 "skipped: {}: {}",
                 String::from_utf8_lossy(&s.path),
@@ -161,7 +116,7 @@ fn report(cli: &Cli, out: &RewindOutcome, opts: &RewindOptions) -> anyhow::Resul
             );
         } else if d.steps.is_empty() && !d.applied {
             println!("nothing to restore");
-        } else if let Some(e) = d.epoch {
+        } else if let Some(e) = &d.epoch {
             println!(
                 "restored {} paths; `rewind undo` brings them back",
                 d.steps.len()

@@ -1,15 +1,13 @@
 //! `rewind show`: one checkpoint or epoch, with its changes.
 
-use rewind_core::{relpath, Change, CheckpointRow, EntryView, EpochRow, EpochState, Target};
-use rewind_store::EntryKind;
-use serde::Serialize;
-
 use std::fmt::Write as _;
 
-use super::log::{
-    duration_text, local_time, owner_text, rfc3339, write_stdout, Colour, BOLD, DIM, YELLOW,
-};
+use rewind_api::{EpochState, ShowRequest, ShowResponse, ShownChange, ShownCheckpoint, ShownEpoch};
+
 use crate::output::{emit, human_bytes};
+use crate::render::{
+    duration_text, local_time, owner_text, write_stdout, Colour, BOLD, DIM, YELLOW,
+};
 use crate::Cli;
 
 /// Show one checkpoint or epoch: all its fields, and for an epoch the paths it changed.
@@ -30,129 +28,48 @@ pub struct Args {
     pub id: String,
 }
 
-/// One change of an epoch as `show` prints it.
-#[derive(Serialize)]
-pub(crate) struct ShownChange {
-    pub action: &'static str,
-    pub path: String,
-    pub before: Option<EntryView>,
-    pub after: Option<EntryView>,
-    /// Either side was not captured (content unknown; a restore cannot bring it back).
-    pub uncovered: bool,
-    /// The epoch is open and this path's post image is not recorded yet.
-    pub pending: bool,
-}
-
-impl ShownChange {
-    pub(crate) fn new(c: &Change, pending: bool) -> ShownChange {
-        let v = rewind_core::restore::StepView::from(c);
-        let uncovered = [c.before, c.after]
-            .iter()
-            .flatten()
-            .any(|e| e.kind == EntryKind::Uncovered);
-        let action = if pending {
-            "pending"
-        } else if uncovered {
-            "uncovered"
-        } else {
-            v.action
-        };
-        ShownChange {
-            action,
-            path: v.path,
-            before: v.before,
-            after: if pending { None } else { v.after },
-            uncovered,
-            pending,
+/// What changed beyond the action, e.g. `0644 → 0755` or `file → symlink`.
+fn detail(ch: &ShownChange) -> String {
+    let c = &ch.change;
+    match (&c.before, &c.after) {
+        _ if ch.pending => "(epoch open: post image not recorded yet)".into(),
+        (b, Some(a)) if a.kind == "uncovered" => format!(
+            "(not captured, {} bytes{}; a restore cannot bring it back)",
+            a.size,
+            b.as_ref()
+                .map(|b| format!("; was a {} of {} bytes", b.kind, b.size))
+                .unwrap_or_default()
+        ),
+        (Some(b), _) if b.kind == "uncovered" => {
+            format!(
+                "(its earlier content, {} bytes, was never captured)",
+                b.size
+            )
         }
-    }
-
-    /// What changed beyond the action, e.g. `0644 → 0755` or `file → symlink`.
-    fn detail(&self) -> String {
-        match (&self.before, &self.after) {
-            _ if self.pending => "(epoch open: post image not recorded yet)".into(),
-            (b, Some(a)) if a.kind == "uncovered" => format!(
-                "(not captured, {} bytes{}; a restore cannot bring it back)",
-                a.size,
-                b.as_ref()
-                    .map(|b| format!("; was a {} of {} bytes", b.kind, b.size))
-                    .unwrap_or_default()
-            ),
-            (Some(b), _) if b.kind == "uncovered" => {
-                format!(
-                    "(its earlier content, {} bytes, was never captured)",
-                    b.size
-                )
-            }
-            (Some(b), Some(a)) if b.kind != a.kind => format!("{} → {}", b.kind, a.kind),
-            (Some(b), Some(a)) if b.mode != a.mode && self.action == "mode" => {
-                format!("{} → {}", b.mode, a.mode)
-            }
-            (Some(b), Some(a)) if b.mode != a.mode => {
-                format!("{} → {} bytes, {} → {}", b.size, a.size, b.mode, a.mode)
-            }
-            (Some(b), Some(a)) if a.kind != "dir" => format!("{} → {} bytes", b.size, a.size),
-            (None, Some(a)) if a.kind != "dir" => format!("{}, {} bytes", a.kind, a.size),
-            (None, Some(a)) => a.kind.to_string(),
-            (Some(b), None) if b.kind != "dir" => format!("{}, {} bytes", b.kind, b.size),
-            (Some(b), None) => b.kind.to_string(),
-            _ => String::new(),
+        (Some(b), Some(a)) if b.kind != a.kind => format!("{} → {}", b.kind, a.kind),
+        (Some(b), Some(a)) if b.mode != a.mode && c.action == "mode" => {
+            format!("{} → {}", b.mode, a.mode)
         }
+        (Some(b), Some(a)) if b.mode != a.mode => {
+            format!("{} → {} bytes, {} → {}", b.size, a.size, b.mode, a.mode)
+        }
+        (Some(b), Some(a)) if a.kind != "dir" => format!("{} → {} bytes", b.size, a.size),
+        (None, Some(a)) if a.kind != "dir" => format!("{}, {} bytes", a.kind, a.size),
+        (None, Some(a)) => a.kind.to_string(),
+        (Some(b), None) if b.kind != "dir" => format!("{}, {} bytes", b.kind, b.size),
+        (Some(b), None) => b.kind.to_string(),
+        _ => String::new(),
     }
-}
-
-#[derive(Serialize)]
-struct EpochDoc<'a> {
-    r#type: &'static str,
-    #[serde(flatten)]
-    epoch: &'a EpochRow,
-    time: String,
-    /// Declared paths of an exact epoch.
-    paths: Vec<String>,
-    /// The whole-tree state before an opaque epoch, if recorded.
-    pre_root: Option<String>,
-    changes: Vec<ShownChange>,
-}
-
-#[derive(Serialize)]
-struct CheckpointDoc<'a> {
-    r#type: &'static str,
-    #[serde(flatten)]
-    checkpoint: &'a CheckpointRow,
-    time: String,
-    /// Size of the stored payload in bytes, `null` when none.
-    payload_size: Option<usize>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let ws = super::open_workspace(cli, false)?;
-    match ws.resolve(&cli.session, &args.id)? {
-        Target::Epoch(e) => {
-            let changes = ws
-                .epoch_changes_pending(&e.id)?
-                .iter()
-                .map(|(c, p)| ShownChange::new(c, *p))
-                .collect();
-            let doc = EpochDoc {
-                r#type: "epoch",
-                epoch: &e,
-                time: rfc3339(e.created_ns),
-                paths: e.paths.iter().map(|p| relpath::display(p)).collect(),
-                pre_root: e.pre_root.map(|r| r.to_hex()),
-                changes,
-            };
-            emit(cli.json, &doc, |d| write_stdout(&epoch_text(d)))?;
-        }
-        Target::Checkpoint(c) => {
-            let doc = CheckpointDoc {
-                r#type: "checkpoint",
-                checkpoint: &c,
-                time: rfc3339(c.created_ns),
-                payload_size: c.payload.as_ref().map(Vec::len),
-            };
-            emit(cli.json, &doc, |d| write_stdout(&checkpoint_text(d)))?;
-        }
-    }
+    let doc = super::service(cli)?.show(&ShowRequest {
+        id: args.id.clone(),
+    })?;
+    emit(cli.json, &doc, |d| match d {
+        ShowResponse::Epoch(e) => write_stdout(&epoch_text(e)),
+        ShowResponse::Checkpoint(c) => write_stdout(&checkpoint_text(c)),
+    })?;
     Ok(0)
 }
 
@@ -160,8 +77,8 @@ fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {
     let _ = writeln!(out, "{name:<10} {value}");
 }
 
-fn epoch_text(d: &EpochDoc) -> String {
-    let e = d.epoch;
+fn epoch_text(d: &ShownEpoch) -> String {
+    let e = &d.epoch;
     let c = Colour::stdout();
     let mut o = String::new();
     let _ = writeln!(o, "{} {}", c.paint(BOLD, "epoch"), c.paint(YELLOW, &e.id));
@@ -207,19 +124,24 @@ fn epoch_text(d: &EpochDoc) -> String {
         1 => writeln!(o, "1 changed path:"),
         n => writeln!(o, "{n} changed paths:"),
     };
-    let wa = d.changes.iter().map(|x| x.action.len()).max().unwrap_or(0);
+    let wa = d
+        .changes
+        .iter()
+        .map(|x| x.change.action.len())
+        .max()
+        .unwrap_or(0);
     let wp = d
         .changes
         .iter()
-        .map(|x| x.path.chars().count())
+        .map(|x| x.change.path.chars().count())
         .max()
         .unwrap_or(0);
     for ch in &d.changes {
-        let detail = ch.detail();
+        let detail = detail(ch);
         let line = format!(
             "  {:<wa$}  {:<wp$}  {}",
-            ch.action,
-            ch.path,
+            ch.change.action,
+            ch.change.path,
             c.paint(DIM, &detail)
         );
         let _ = writeln!(o, "{}", line.trim_end());
@@ -241,8 +163,8 @@ fn epoch_text(d: &EpochDoc) -> String {
     o
 }
 
-fn checkpoint_text(d: &CheckpointDoc) -> String {
-    let k = d.checkpoint;
+fn checkpoint_text(d: &ShownCheckpoint) -> String {
+    let k = &d.checkpoint;
     let c = Colour::stdout();
     let mut o = String::new();
     let _ = writeln!(

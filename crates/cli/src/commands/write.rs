@@ -1,12 +1,12 @@
-//! `rewind write`: a guarded whole-file write from stdin; shared helpers of the guarded tools.
+//! `rewind write`: a guarded whole-file write from stdin.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
-use rewind_core::{PatchedFile, Settled, StagedWrite, ToolCall};
-use serde::Serialize;
+use rewind_api::WriteResponse;
 
+use super::ToolArgs;
 use crate::Cli;
 
 /// Guarded write of a whole file from stdin (one exact epoch)
@@ -30,66 +30,12 @@ pub struct Args {
     pub tool: ToolArgs,
 }
 
-/// How the epoch of a guarded tool is labelled.
-#[derive(clap::Args, Debug)]
-pub struct ToolArgs {
-    /// The tool name recorded with the epoch [default: the command's name].
-    #[arg(long, value_name = "NAME")]
-    pub tool: Option<String>,
-    /// The agent's tool call id recorded with the epoch.
-    #[arg(long, value_name = "ID")]
-    pub tool_call: Option<String>,
-}
-
-impl ToolArgs {
-    pub fn call(&self, default: &str) -> ToolCall {
-        ToolCall {
-            name: self.tool.clone().unwrap_or_else(|| default.to_string()),
-            id: self.tool_call.clone(),
-        }
-    }
-}
-
-/// The workspace root (as the workspace will resolve it) and the workspace-relative path of a
-/// guarded write, known before the workspace is open: what a [`StagedWrite`] needs.
-pub fn staging_target(cli: &Cli, p: &Path) -> anyhow::Result<(PathBuf, Vec<u8>)> {
-    let root = super::workspace_root(cli)?;
-    let root = std::fs::canonicalize(&root).unwrap_or(root);
-    let rel = super::user_path(cli, &root, p)?;
-    Ok((root, rel))
-}
-
-/// What a guarded write prints.
-#[derive(Serialize)]
-pub struct Written {
-    pub id: String,
-    pub session: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replacements: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub files: Option<Vec<PatchedFile>>,
-    pub changes: Vec<super::ChangeView>,
-}
-
-impl Written {
-    pub fn new(s: &Settled) -> Written {
-        Written {
-            id: s.epoch.id.clone(),
-            session: s.epoch.session.clone(),
-            replacements: None,
-            files: None,
-            changes: s.changes.iter().map(super::ChangeView::from).collect(),
-        }
-    }
-
-    /// Human output: one line per changed path, then the epoch id as the last line.
-    pub fn print(&self, headline: &str) {
-        println!("{headline}");
-        for c in &self.changes {
-            println!("  {:<8} {}", c.action, c.path);
-        }
-        println!("{}", self.id);
-    }
+/// Human output of a guarded write: a headline, one line per changed path, then the epoch
+/// id as the last line.
+pub fn print_written(o: &WriteResponse, headline: &str) {
+    println!("{headline}");
+    crate::render::print_changes(&o.changes);
+    println!("{}", o.id);
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
@@ -98,18 +44,21 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         .read_to_end(&mut content)
         .context("reading the new content from stdin")?;
     let len = content.len();
-    // The new content is staged (written and fsynced under no name) while the workspace opens.
-    let (root, rel) = staging_target(cli, &args.path)?;
-    let staged = StagedWrite::start(&root, rel, content);
-    let ws = super::open_workspace(cli, false)?;
-    let settled = ws.write_staged(&cli.session, staged, &args.tool.call("write"))?;
-    let out = Written::new(&settled);
+    let out = super::service(cli)?.write(&rewind_api::WriteRequest {
+        path: args.path.clone(),
+        content,
+        tool: args.tool.tool.clone(),
+        tool_call: args.tool.tool_call.clone(),
+    })?;
     crate::output::emit(cli.json, &out, |o| {
-        o.print(&format!(
-            "wrote {} ({len} bytes) as epoch {}",
-            args.path.display(),
-            o.id
-        ))
+        print_written(
+            o,
+            &format!(
+                "wrote {} ({len} bytes) as epoch {}",
+                args.path.display(),
+                o.id
+            ),
+        )
     })?;
     Ok(0)
 }

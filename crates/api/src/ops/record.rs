@@ -1,0 +1,266 @@
+//! Recording: checkpoints (turn boundaries), epochs opened and settled by an agent's hooks, and
+//! a command run as one opaque epoch.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+
+use rewind_core::restore::StepView;
+use rewind_core::{EpochKind, EpochSpec, EpochState, Settled};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{ApiError, ErrorKind, SandboxMode, Service};
+
+/// Mark a turn boundary, bound to a conversation node (message id).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointRequest {
+    /// The conversation node (message id) this checkpoint belongs to.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// The node's parent (default: the session head).
+    #[serde(default)]
+    pub parent: Option<String>,
+    #[serde(default)]
+    pub label: Option<String>,
+    /// A file whose content is stored with the checkpoint and returned by `restore` (e.g. the
+    /// conversation); at most `checkpoint.max_payload_size` (config; default 64M).
+    #[serde(default)]
+    pub payload_file: Option<PathBuf>,
+}
+
+/// The checkpoint made.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct CheckpointResponse {
+    pub id: String,
+    pub pos: i64,
+    pub session: String,
+    pub message: Option<String>,
+    pub parent: Option<String>,
+    /// The workspace tree at this moment.
+    pub root: String,
+}
+
+/// Open an epoch for the session: exact (only the declared paths are captured, no scan) when
+/// `paths` are given, else opaque (whole-workspace capture).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EpochBeginRequest {
+    /// The tool name recorded with the epoch.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// The agent's tool call id recorded with the epoch.
+    #[serde(default)]
+    pub tool_call: Option<String>,
+    /// Paths the tool will write; a directory declares everything below it.
+    #[serde(default)]
+    pub paths: Vec<PathBuf>,
+}
+
+/// The epoch opened.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct EpochBeginResponse {
+    pub id: String,
+    pub kind: EpochKind,
+    pub session: String,
+}
+
+/// Settle (or abort) the session's open epoch, or the named one: record what changed.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EpochEndRequest {
+    /// The epoch (id or unique prefix); default: the session's open epoch.
+    #[serde(default)]
+    pub epoch: Option<String>,
+    /// Close it as aborted (what changed is still recorded).
+    #[serde(default)]
+    pub abort: bool,
+}
+
+/// The epoch settled or aborted, and what it changed.
+#[derive(Serialize, JsonSchema)]
+pub struct EpochEndResponse {
+    pub id: String,
+    pub state: EpochState,
+    pub changes: Vec<StepView>,
+}
+
+/// Run a command as one opaque epoch: capture before, run, capture after, record the changes.
+/// The command runs in the request's directory with this process's standard input, output
+/// and error.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecRequest {
+    /// The command and its arguments.
+    #[serde(deserialize_with = "crate::serde_util::os_strings")]
+    #[schemars(with = "Vec<String>")]
+    pub command: Vec<OsString>,
+    /// Run under the sandbox in this mode.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub sandbox: Option<SandboxMode>,
+    /// The tool name recorded with the epoch [default: exec].
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// The agent's tool call id recorded with the epoch.
+    #[serde(default)]
+    pub tool_call: Option<String>,
+}
+
+/// How the command ended and what its epoch recorded.
+#[derive(Serialize, JsonSchema)]
+pub struct ExecResponse {
+    /// The command's exit code (128+N if killed by signal N).
+    pub exit_code: i32,
+    pub epoch: String,
+    pub changes: Vec<StepView>,
+}
+
+/// The response of operations that settle an epoch, and what they changed.
+pub(crate) fn changes(s: &Settled) -> Vec<StepView> {
+    s.changes.iter().map(StepView::from).collect()
+}
+
+impl Service {
+    pub fn checkpoint(&self, req: &CheckpointRequest) -> Result<CheckpointResponse, ApiError> {
+        let ws = self.ws()?;
+        let payload = match &req.payload_file {
+            Some(f) => {
+                // Read at most one byte past the cap: a huge file is refused, never loaded whole.
+                let cap = ws.config().checkpoint.max_payload_size();
+                let mut bytes = Vec::new();
+                std::fs::File::open(self.ctx.file(f))
+                    .and_then(|file| file.take(cap + 1).read_to_end(&mut bytes))
+                    .map_err(|e| {
+                        ApiError::new(ErrorKind::Error, e.to_string())
+                            .context(format!("reading payload file {}", f.display()))
+                    })?;
+                if bytes.len() as u64 > cap {
+                    let e = rewind_core::payload_too_large(bytes.len() as u64, cap);
+                    return Err(ApiError::from(e).context(format!("payload file {}", f.display())));
+                }
+                Some(bytes)
+            }
+            None => None,
+        };
+        let c = ws.checkpoint(
+            self.ctx.session(),
+            req.message.as_deref(),
+            req.parent.as_deref(),
+            req.label.as_deref(),
+            payload,
+        )?;
+        Ok(CheckpointResponse {
+            id: c.id,
+            pos: c.pos,
+            session: c.session,
+            message: c.message,
+            parent: c.parent,
+            root: c.root.to_hex(),
+        })
+    }
+
+    pub fn epoch_begin(&self, req: &EpochBeginRequest) -> Result<EpochBeginResponse, ApiError> {
+        let ws = self.ws()?;
+        let spec = EpochSpec {
+            tool: req.tool.clone(),
+            tool_call: req.tool_call.clone(),
+            paths: self.ctx.ws_paths(ws.root(), &req.paths)?,
+            process_owned: false,
+            note: None,
+        };
+        let e = ws.begin_epoch(self.ctx.session(), &spec)?;
+        Ok(EpochBeginResponse {
+            id: e.id,
+            kind: e.kind,
+            session: e.session,
+        })
+    }
+
+    pub fn epoch_end(&self, req: &EpochEndRequest) -> Result<EpochEndResponse, ApiError> {
+        let ws = self.ws()?;
+        let s = ws.end_epoch(self.ctx.session(), req.epoch.as_deref(), req.abort)?;
+        Ok(EpochEndResponse {
+            changes: changes(&s),
+            id: s.epoch.id,
+            state: s.epoch.state,
+        })
+    }
+
+    /// Runs the command (stdio passed through) as one process-owned opaque epoch. The epoch is
+    /// settled even when the command could not start (what it may have changed is recorded);
+    /// then that failure is the error.
+    pub fn exec(&self, req: &ExecRequest) -> Result<ExecResponse, ApiError> {
+        let ws = self.ws()?;
+        let Some(program) = req.command.first() else {
+            return Err(ApiError::usage("no command to run"));
+        };
+        // As `git -C`/`make -C`: the command runs in the request's directory, sandboxed or not
+        // (it is the root or inside it).
+        let cwd = self.ctx.dir();
+        // Refuse before anything is recorded if the sandbox cannot run.
+        let sandboxed = match req.sandbox {
+            Some(mode) => {
+                let mut policy = self.sandbox_policy()?;
+                policy.set_mode(mode);
+                Some(policy)
+            }
+            None => None,
+        };
+        let spec = EpochSpec {
+            tool: req.tool.clone().or_else(|| Some("exec".into())),
+            tool_call: req.tool_call.clone(),
+            paths: Vec::new(),
+            process_owned: true,
+            note: Some(command_line(&req.command)),
+        };
+        let epoch = ws.begin_epoch(self.ctx.session(), &spec)?;
+        rewind_core::trace::phase("epoch begun");
+        let status = match &sandboxed {
+            Some(policy) => policy
+                .command(&req.command, Some(cwd))
+                .and_then(|c| c.status())
+                .map_err(ApiError::from),
+            None => std::process::Command::new(program)
+                .args(&req.command[1..])
+                .current_dir(cwd)
+                .status()
+                .map_err(|e| {
+                    ApiError::new(ErrorKind::Error, e.to_string())
+                        .context(format!("cannot run {}", program.to_string_lossy()))
+                }),
+        };
+        rewind_core::trace::phase("command ran");
+        let settled = ws.end_epoch(self.ctx.session(), Some(&epoch.id), status.is_err());
+        rewind_core::trace::phase("epoch settled");
+        let status = status?;
+        let settled = settled?;
+        Ok(ExecResponse {
+            exit_code: status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+            changes: changes(&settled),
+            epoch: settled.epoch.id,
+        })
+    }
+}
+
+/// The command as a shell would show it, shortened for the log.
+fn command_line(argv: &[OsString]) -> String {
+    let mut s = argv
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if s.len() > 200 {
+        let mut cut = 200;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}

@@ -1,0 +1,132 @@
+//! Rewinding: restoring the session to a checkpoint or epoch, and undoing one epoch.
+
+use std::path::PathBuf;
+
+use rewind_core::restore::StepView;
+use rewind_core::{Conflict, Mode, RewindOptions, RewindOutcome, Skipped};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{ApiError, Service};
+
+/// Restore the session to a target: undo every change the session made after it (its own
+/// restores included, so restoring to a checkpoint from before a rewind is redo).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreRequest {
+    /// A checkpoint id, a message id, or an epoch id ("just before that epoch"); unique
+    /// prefixes are accepted.
+    pub target: String,
+    /// Plan only, write nothing; refused exactly as the real run would be.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Overwrite conflicting paths (their current content is kept in the restore epoch).
+    #[serde(default)]
+    pub force: bool,
+    /// Make the whole workspace (or the given paths) equal to the target's tree, whoever
+    /// changed it (no conflict check; what it overwrites is kept).
+    #[serde(default)]
+    pub all: bool,
+    /// Restore files, leave the session head where it is.
+    #[serde(default)]
+    pub files_only: bool,
+    /// Move the session head only ("undo the message, keep the files").
+    #[serde(default)]
+    pub head_only: bool,
+    /// Limit to these paths (and what is under them).
+    #[serde(default)]
+    pub paths: Vec<PathBuf>,
+}
+
+/// Undo the session's last epoch (or the named one); undoing a restore is redo.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UndoRequest {
+    /// The epoch (id or unique prefix); default: the session's newest.
+    #[serde(default)]
+    pub epoch: Option<String>,
+    /// Plan only, write nothing; refused exactly as the real run would be.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Overwrite conflicting paths (their current content is kept in the restore epoch).
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// What a restore or undo did, or (dry run) would do. Refused (`refused: true`, nothing
+/// changed) when paths conflict and `force` was not given: the command line exits 3.
+#[derive(Serialize, JsonSchema)]
+pub struct RestoreResponse {
+    pub dry_run: bool,
+    pub applied: bool,
+    pub refused: bool,
+    pub steps: Vec<StepView>,
+    pub conflicts: Vec<Conflict>,
+    pub skipped: Vec<Skipped>,
+    pub kept: Vec<Skipped>,
+    /// The restore epoch that records it (undo it to bring back what it overwrote).
+    pub epoch: Option<String>,
+    /// The session head after the restore.
+    pub head: Option<String>,
+    /// The target checkpoint's payload.
+    pub payload: Option<String>,
+}
+
+/// See [`UndoRequest`].
+pub type UndoResponse = RestoreResponse;
+
+impl RestoreResponse {
+    fn new(out: RewindOutcome, opts: &RewindOptions) -> RestoreResponse {
+        RestoreResponse {
+            dry_run: opts.dry_run,
+            applied: out.applied,
+            refused: !out.conflicts.is_empty() && !opts.force,
+            steps: out.steps.iter().map(Into::into).collect(),
+            conflicts: out.conflicts,
+            skipped: out.skipped,
+            kept: out.kept,
+            epoch: out.epoch,
+            head: out.head,
+            payload: out
+                .payload
+                .as_ref()
+                .map(|p| String::from_utf8_lossy(p).into_owned()),
+        }
+    }
+}
+
+impl Service {
+    pub fn restore(&self, req: &RestoreRequest) -> Result<RestoreResponse, ApiError> {
+        let ws = self.ws()?;
+        let paths = self.ctx.ws_paths(ws.root(), &req.paths)?;
+        let target = ws.resolve(self.ctx.session(), &req.target)?;
+        let mode = if req.head_only {
+            Mode::HeadOnly
+        } else if req.files_only {
+            Mode::FilesOnly
+        } else {
+            Mode::Both
+        };
+        let opts = RewindOptions {
+            dry_run: req.dry_run,
+            force: req.force,
+            all: req.all,
+            mode,
+            paths,
+            wait: None,
+        };
+        let out = ws.restore(self.ctx.session(), &target, &opts)?;
+        Ok(RestoreResponse::new(out, &opts))
+    }
+
+    pub fn undo(&self, req: &UndoRequest) -> Result<UndoResponse, ApiError> {
+        let ws = self.ws()?;
+        let opts = RewindOptions {
+            dry_run: req.dry_run,
+            force: req.force,
+            ..Default::default()
+        };
+        let out = ws.undo(self.ctx.session(), req.epoch.as_deref(), &opts)?;
+        Ok(RestoreResponse::new(out, &opts))
+    }
+}
