@@ -2,6 +2,7 @@
 //! it. A file of `tests/` that is not declared here would not be compiled or run:
 //! `every_test_file_is_a_module` checks.
 
+mod crate_rules;
 mod docs;
 
 #[test]
