@@ -352,3 +352,51 @@ fn an_unreadable_directory_is_uncovered_and_never_removed() {
     // (Read as root.)
     assert_eq!(read_str(root, "d/f"), "secret\n");
 }
+
+/// A shell command that enters the directory chain of [`deep_paths_are_captured_and_restored`]
+/// (each name 250 bytes, 20 deep: over 5000 bytes, past `PATH_MAX`) and then runs `then`. The
+/// kernel resolves each `cd` relative to the last, so no absolute path is ever that long.
+fn in_deep_dir(then: &str) -> String {
+    format!(
+        "d=$(printf 'd%.0s' $(seq 250)); for i in $(seq 20); do mkdir -p $d && cd -P $d || exit 9; done; {then}"
+    )
+}
+
+/// Files deeper than `PATH_MAX` (4096 bytes of path) are captured like any other, not left
+/// uncovered: the walk and the hashing fall back to descriptors, one component at a time,
+/// where an absolute path is too long for the kernel. A change a command makes there is
+/// recorded and rewound, and a symlink there is kept as a link.
+#[test]
+fn deep_paths_are_captured_and_restored() {
+    let env = Env::new();
+    let root = env.root();
+    let deep = |cmd: &str| {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(in_deep_dir(cmd))
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{cmd}: {}", text(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    deep("echo one > f.txt && ln -s f.txt link");
+    write(root, "top.txt", b"top\n");
+    init(&env);
+    let status = json(&env, "A", &["status"], 0);
+    assert_eq!(
+        status["uncovered"],
+        serde_json::json!([]),
+        "nothing uncovered: {status}"
+    );
+    checkpoint(&env, "A", "m0");
+    sh(&env, "A", &in_deep_dir("echo two > f.txt && rm link"));
+    let log = json(&env, "A", &["log", "--limit", "1"], 0);
+    assert_eq!(
+        log["items"][0]["changes"], 2,
+        "both changes recorded: {log}"
+    );
+    json(&env, "A", &["restore", "m0"], 0);
+    assert_eq!(deep("cat f.txt"), "one\n");
+    assert_eq!(deep("readlink link"), "f.txt\n");
+}

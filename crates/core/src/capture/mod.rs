@@ -11,7 +11,7 @@ pub(crate) mod watch;
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -22,6 +22,7 @@ use rewind_store::{CommitStats, EntryKind, ObjectId, Store, Tree, TreeEntry, Wri
 
 use crate::config::IgnoredPolicy;
 use crate::fs::relpath;
+use crate::fs::root::RootDir;
 use crate::model::entry::{Change, Entry};
 use crate::Error;
 use scan::{Found, Progress, WalkOptions};
@@ -265,7 +266,7 @@ fn hash_one(
     let abs = relpath::to_path(root, &rel);
     let mut out = f.clone();
     if f.stat.kind == EntryKind::Symlink {
-        let target = match std::fs::read_link(&abs) {
+        let target = match read_link(root, &abs, &rel) {
             Ok(t) => t,
             Err(e) => {
                 return Ok(scan::uncovered(
@@ -275,7 +276,7 @@ fn hash_one(
                 ))
             }
         };
-        let bytes = target.as_os_str().as_bytes();
+        let bytes = target.as_slice();
         out.stat.id = writer.put_blob(bytes)?;
         out.stat.size = bytes.len() as u64;
         out.known = true;
@@ -303,7 +304,7 @@ fn hash_one(
             ));
         }
     }
-    let mut file = match open_for_capture(&abs) {
+    let mut file = match open_for_capture(root, &abs, &rel) {
         Ok(file) => file,
         Err(e) => {
             return Ok(scan::uncovered(
@@ -346,14 +347,23 @@ fn hash_one(
 /// (`O_NOATIME` needs the file's owner or CAP_FOWNER). A capture is not a use of the file:
 /// it should leave no trace on it, and at 100k files the atime updates are each an inode
 /// written to the journal (5 % of a first capture's samples in one profile).
-fn open_for_capture(abs: &Path) -> std::io::Result<File> {
+///
+/// A path longer than the kernel takes (`ENAMETOOLONG`: deeper than `PATH_MAX`) is opened by
+/// descriptors from the root instead, one component at a time.
+fn open_for_capture(root: &Path, abs: &Path, rel: &[u8]) -> std::io::Result<File> {
     static NOATIME_REFUSED: std::sync::atomic::AtomicBool =
         std::sync::atomic::AtomicBool::new(false);
     let open = |extra: i32| {
-        File::options()
+        let r = File::options()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | extra)
-            .open(abs)
+            .open(abs);
+        match r {
+            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+                RootDir::open(root)?.open_read_with(rel, extra)
+            }
+            r => r,
+        }
     };
     if !NOATIME_REFUSED.load(Ordering::Relaxed) {
         match open(libc::O_NOATIME) {
@@ -364,6 +374,17 @@ fn open_for_capture(abs: &Path) -> std::io::Result<File> {
         }
     }
     open(0)
+}
+
+/// A symlink's text (never followed), by descriptors when the path is too long for the kernel.
+fn read_link(root: &Path, abs: &Path, rel: &[u8]) -> std::io::Result<Vec<u8>> {
+    match std::fs::read_link(abs) {
+        Ok(t) => Ok(t.into_os_string().into_vec()),
+        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+            RootDir::open(root)?.read_link(rel)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn tree_entry(s: &StatEntry) -> TreeEntry {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -170,7 +170,7 @@ fn walk_dir<'s>(
     if let Some(w) = opts.watch {
         w.watch(&abs, &rel);
     }
-    let rd = match std::fs::read_dir(&abs) {
+    let rd = match list(root, &abs, &rel) {
         Ok(rd) => rd,
         Err(e) => {
             if let Some(w) = opts.watch {
@@ -211,10 +211,7 @@ fn walk_dir<'s>(
         }
     };
     for dent in rd {
-        let Ok(dent) = dent else { continue };
-        // The name's own allocation becomes the entry's (no copy): at 100k files every
-        // allocation per entry shows in the time of a capture that changes nothing.
-        let name = dent.file_name().into_vec();
+        let Ok((name, dent)) = dent else { continue };
         if NEVER_CAPTURED.contains(&name.as_slice())
             || name.starts_with(crate::fs::root::TEMP_PREFIX.as_bytes())
         {
@@ -223,7 +220,7 @@ fn walk_dir<'s>(
         // Building the absolute path costs an allocation per entry: only when an ignore file
         // needs it.
         let path = needs_path.then(|| abs.join(OsStr::from_bytes(&name)));
-        let meta = match dent.metadata() {
+        let meta = match dent.stat() {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
@@ -231,28 +228,28 @@ fn walk_dir<'s>(
                 continue;
             }
         };
-        let ft = meta.file_type();
+        let ft = meta.mode & libc::S_IFMT;
         // As in git, ignore rules apply to what is not captured yet: a path captured before
         // (in the cache, with its content) stays captured whatever the ignore files say now,
         // so an agent cannot switch recording off by writing `*` into `.gitignore`.
         let ignored = under_ignored
-            || matches!((&rules, &path), (Some(r), Some(path)) if r.is_ignored(path, ft.is_dir()));
+            || matches!((&rules, &path), (Some(r), Some(path)) if r.is_ignored(path, ft == libc::S_IFDIR));
         if ignored && !was_captured(cached, &name) {
             continue;
         }
         if let Some(p) = opts.progress {
             p.entries_seen.fetch_add(1, Ordering::Relaxed);
         }
-        let kind = if ft.is_dir() {
+        let kind = if ft == libc::S_IFDIR {
             EntryKind::Dir
-        } else if ft.is_symlink() {
+        } else if ft == libc::S_IFLNK {
             EntryKind::Symlink
-        } else if ft.is_file() {
+        } else if ft == libc::S_IFREG {
             EntryKind::File
         } else {
-            let what = if ft.is_fifo() {
+            let what = if ft == libc::S_IFIFO {
                 "a FIFO"
-            } else if ft.is_socket() {
+            } else if ft == libc::S_IFSOCK {
                 "a socket"
             } else {
                 "a device file"
@@ -263,15 +260,11 @@ fn walk_dir<'s>(
         let stat = StatEntry {
             name,
             kind,
-            mode: meta.mode() & 0o7777,
-            size: if kind == EntryKind::Dir {
-                0
-            } else {
-                meta.size()
-            },
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
-            ino: meta.ino(),
+            mode: meta.mode & 0o7777,
+            size: if kind == EntryKind::Dir { 0 } else { meta.size },
+            mtime_ns: meta.mtime_ns,
+            ctime_ns: meta.ctime_ns,
+            ino: meta.ino,
             id: ObjectId::ZERO,
         };
         found.push(Found {
@@ -324,6 +317,77 @@ fn walk_dir<'s>(
         warn.lock().unwrap().extend(local_warn);
     }
     out.lock().unwrap().insert(rel, found);
+}
+
+/// What the walk needs of one entry's `lstat`.
+struct EntryStat {
+    /// `st_mode`: the type bits (`S_IFMT`) and the permissions.
+    mode: u32,
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+    ino: u64,
+}
+
+impl From<std::fs::Metadata> for EntryStat {
+    fn from(m: std::fs::Metadata) -> EntryStat {
+        EntryStat {
+            mode: m.mode(),
+            size: m.size(),
+            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+            ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+            ino: m.ino(),
+        }
+    }
+}
+
+/// One entry of a listing, stat'ed when asked (a skipped name costs no syscall).
+enum Listed {
+    Std(std::fs::DirEntry),
+    /// From a listing relative to descriptors: the `lstat` is already taken.
+    Fd(std::io::Result<libc::stat>),
+}
+
+impl Listed {
+    fn stat(self) -> std::io::Result<EntryStat> {
+        match self {
+            Listed::Std(d) => d.metadata().map(EntryStat::from),
+            Listed::Fd(st) => st.map(|st| EntryStat {
+                mode: st.st_mode,
+                size: st.st_size as u64,
+                mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
+                ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec,
+                ino: st.st_ino,
+            }),
+        }
+    }
+}
+
+/// Lists directory `rel` (at `abs`): by its absolute path, the fast way, or, when the path is
+/// longer than the kernel takes (`ENAMETOOLONG`: deeper than `PATH_MAX`), by descriptors
+/// from the root, one component at a time. Each name comes with a way to `lstat` it; the
+/// name's own allocation becomes the entry's (no copy): at 100k files every allocation per
+/// entry shows in the time of a capture that changes nothing.
+#[allow(clippy::type_complexity)]
+fn list(
+    root: &Path,
+    abs: &Path,
+    rel: &[u8],
+) -> std::io::Result<Box<dyn Iterator<Item = std::io::Result<(Vec<u8>, Listed)>>>> {
+    match std::fs::read_dir(abs) {
+        Ok(rd) => {
+            Ok(Box::new(rd.map(|d| {
+                d.map(|d| (d.file_name().into_vec(), Listed::Std(d)))
+            })))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+            let names = crate::fs::root::RootDir::open(root)?.list_dir_stat(rel, true)?;
+            Ok(Box::new(names.into_iter().map(|(n, st)| {
+                Ok((n, Listed::Fd(st.expect("listed with stat"))))
+            })))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Whether the cache (the previous capture) holds `name` with its content: a path that

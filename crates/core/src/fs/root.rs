@@ -132,9 +132,14 @@ impl RootDir {
 
     /// Opens a regular file for reading without following a symlink at any component.
     pub fn open_read(&self, rel: &[u8]) -> io::Result<File> {
+        self.open_read_with(rel, 0)
+    }
+
+    /// [`RootDir::open_read`] with `extra` open flags (`O_NOATIME`).
+    pub fn open_read_with(&self, rel: &[u8], extra: libc::c_int) -> io::Result<File> {
         let (dir, name) = self.parent(rel)?;
         let c = cstr(name)?;
-        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | extra;
         // SAFETY: valid fd and C string.
         let fd = check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) })?;
         Ok(unsafe { File::from_raw_fd(fd) })
@@ -211,10 +216,31 @@ impl RootDir {
     /// The names in a directory (without `.` and `..`), opened without following a symlink at
     /// any component.
     pub fn list_dir(&self, rel: &[u8]) -> io::Result<Vec<Vec<u8>>> {
-        let (dir, name) = self.parent(rel)?;
-        let c = cstr(name)?;
-        // SAFETY: valid fd and C string; the new fd is handed to fdopendir (or closed).
-        let fd = check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), DIR_FLAGS) })?;
+        Ok(self
+            .list_dir_stat(rel, false)?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect())
+    }
+
+    /// [`RootDir::list_dir`] with each name's `lstat` when `stat` is set (taken relative to the
+    /// directory's descriptor: it works however long the path is). Every relative operation
+    /// here works below `PATH_MAX` too, which a walk by absolute paths cannot reach.
+    #[allow(clippy::type_complexity)]
+    pub fn list_dir_stat(
+        &self,
+        rel: &[u8],
+        stat: bool,
+    ) -> io::Result<Vec<(Vec<u8>, Option<io::Result<libc::stat>>)>> {
+        let fd = if rel.is_empty() {
+            // SAFETY: a plain dup of a descriptor this value owns.
+            check(unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) })?
+        } else {
+            let (dir, name) = self.parent(rel)?;
+            let c = cstr(name)?;
+            // SAFETY: valid fd and C string; the new fd is handed to fdopendir (or closed).
+            check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), DIR_FLAGS) })?
+        };
         // SAFETY: fd is a directory descriptor this function owns; fdopendir takes it over.
         let d = unsafe { libc::fdopendir(fd) };
         if d.is_null() {
@@ -233,7 +259,25 @@ impl RootDir {
             // SAFETY: d_name is a NUL-terminated name within the entry.
             let name = unsafe { std::ffi::CStr::from_ptr((*ent).d_name.as_ptr()) }.to_bytes();
             if name != b"." && name != b".." {
-                names.push(name.to_vec());
+                let st = stat.then(|| {
+                    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                    // SAFETY: the DIR*'s own descriptor, a NUL-terminated name from the
+                    // entry, and an out-pointer.
+                    let rc = unsafe {
+                        libc::fstatat(
+                            libc::dirfd(d),
+                            (*ent).d_name.as_ptr(),
+                            &mut st,
+                            libc::AT_SYMLINK_NOFOLLOW,
+                        )
+                    };
+                    if rc < 0 {
+                        Err(io::Error::last_os_error())
+                    } else {
+                        Ok(st)
+                    }
+                });
+                names.push((name.to_vec(), st));
             }
         }
         // SAFETY: closes the DIR* and its descriptor, once.
