@@ -207,6 +207,12 @@ impl From<rewind_core::Error> for ApiError {
         let mut out = ApiError::new(core_kind(&e), chain_message(&e));
         if let rewind_core::Error::Guard(refusals) = &e {
             out.data = serde_json::to_value(refusals).ok();
+            for r in refusals {
+                out.hints.push(format!(
+                    "read {} (the whole file), then redo the change",
+                    String::from_utf8_lossy(&r.path)
+                ));
+            }
         }
         out
     }

@@ -109,11 +109,34 @@ fn code_kind(code: i32) -> &'static str {
 }
 
 /// The one JSON document an error prints on stdout under `--json` (docs/cli.md: output rules).
-pub fn json_document(kind: &str, message: &str, code: i32) -> String {
-    serde_json::to_string_pretty(&serde_json::json!({
-        "error": { "kind": kind, "message": message, "exit_code": code }
-    }))
-    .expect("a JSON value serializes")
+pub fn json_document(kind: &str, message: &str, code: i32, hints: &[String]) -> String {
+    let mut error = serde_json::json!({ "kind": kind, "message": message, "exit_code": code });
+    if !hints.is_empty() {
+        error["hints"] = serde_json::json!(hints);
+    }
+    serde_json::to_string_pretty(&serde_json::json!({ "error": error }))
+        .expect("a JSON value serializes")
+}
+
+/// What the user can do about an error, in the command line's words: the service's hints,
+/// with the guard's "read the file first" as the `rewind read` command that does it.
+pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
+    let Some(e) = err
+        .chain()
+        .find_map(|c| c.downcast_ref::<rewind_api::ApiError>())
+    else {
+        return Vec::new();
+    };
+    if e.kind == rewind_api::ErrorKind::Guard {
+        if let Some(refusals) = e.data.as_ref().and_then(|d| d.as_array()) {
+            return refusals
+                .iter()
+                .filter_map(|r| r["path"].as_str())
+                .map(|p| format!("run `rewind read {p}`, then redo the change"))
+                .collect();
+        }
+    }
+    e.hints.clone()
 }
 
 /// The message for stderr: the whole cause chain, outermost first.

@@ -98,7 +98,7 @@ fn main() {
                 let rendered = e.render().to_string();
                 let first = rendered.lines().next().unwrap_or_default();
                 let message = first.strip_prefix("error: ").unwrap_or(first);
-                println!("{}", exit::json_document("usage", message, code));
+                println!("{}", exit::json_document("usage", message, code, &[]));
             }
             std::process::exit(code);
         }
@@ -111,7 +111,11 @@ fn main() {
         Err(err) => {
             let message = exit::describe(&err);
             let code = exit::code_for(&err);
+            let hints = exit::hints_for(&err);
             eprintln!("rewind: {message}");
+            for h in &hints {
+                eprintln!("hint: {h}");
+            }
             // `exec` and `sandbox exec` have no JSON output: their stdout is the child's.
             let child_stdout = matches!(
                 &cli.command,
@@ -123,7 +127,7 @@ fn main() {
             if cli.json && !child_stdout {
                 println!(
                     "{}",
-                    exit::json_document(exit::kind_for(&err), &message, code)
+                    exit::json_document(exit::kind_for(&err), &message, code, &hints)
                 );
             }
             std::process::exit(code);

@@ -124,7 +124,7 @@ impl fmt::Display for GuardRefusal {
         match self.kind {
             RefusalKind::NeverRead => write!(
                 f,
-                "{p}: session {} has never read it; read it first (`rewind read {p}`)",
+                "{p}: session {} has never read it; read it first",
                 self.session
             ),
             RefusalKind::Changed => {
@@ -138,7 +138,7 @@ impl fmt::Display for GuardRefusal {
                         _ => write!(f, ", by {by}")?,
                     }
                 }
-                write!(f, "; read it again (`rewind read {p}`) and redo the change")
+                write!(f, "; read it again and redo the change")
             }
         }
     }
