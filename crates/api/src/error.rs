@@ -123,6 +123,9 @@ pub struct ApiError {
     pub hints: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<serde_json::Value>,
+    /// What resolves the error, as an operation (each front says it in its own syntax).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<rewind_core::Remedy>,
 }
 
 impl ApiError {
@@ -132,6 +135,7 @@ impl ApiError {
             message: message.into(),
             hints: Vec::new(),
             data: None,
+            remedy: None,
         }
     }
 
@@ -190,6 +194,7 @@ fn core_kind(e: &rewind_core::Error) -> ErrorKind {
         E::Unavailable(_) => ErrorKind::Unavailable,
         // What failed decides (a store error mid-apply is still "unavailable").
         E::RolledBack(cause) | E::RollbackFailed { cause, .. } => core_kind(cause),
+        E::Remedied { error, .. } => core_kind(error),
         E::Db(_) | E::Io { .. } => ErrorKind::Error,
     }
 }
@@ -202,9 +207,29 @@ fn store_kind(e: &rewind_store::Error) -> ErrorKind {
     }
 }
 
+/// A remedy in plain words, naming the operation that does it.
+fn remedy_hint(r: &rewind_core::Remedy) -> &'static str {
+    use rewind_core::Remedy as R;
+    match r {
+        R::Init { force: false } => "register the workspace (operation init)",
+        R::Init { force: true } => "register it anew (operation init, with force)",
+        R::Log => "list the checkpoints, epochs and messages (operation log)",
+        R::Fsck => "verify the store to see what is lost (operation fsck)",
+        R::EpochBegin => "open an epoch first (operation epoch_begin)",
+        R::Write => "create the file with a whole-file write (operation write)",
+        R::ProjectDir => {
+            "act from the project directory, or register this one with force (operation init)"
+        }
+    }
+}
+
 impl From<rewind_core::Error> for ApiError {
     fn from(e: rewind_core::Error) -> ApiError {
         let mut out = ApiError::new(core_kind(&e), chain_message(&e));
+        if let Some(remedy) = e.remedy_of() {
+            out.hints.push(remedy_hint(remedy).to_string());
+            out.remedy = Some(remedy.clone());
+        }
         if let rewind_core::Error::Guard(refusals) = &e {
             out.data = serde_json::to_value(refusals).ok();
             for r in refusals {

@@ -26,6 +26,8 @@ pub use ops::rewind::*;
 pub use ops::sandbox::*;
 pub use ops::workspace::*;
 pub use ops::{Operation, OPERATIONS};
+/// What resolves an error, as an operation: each front words it in its own syntax.
+pub use rewind_core::Remedy;
 
 /// The structured diff: files, sections, hunks, tagged lines.
 pub use rewind_core::diff::{Diff, FileDiff, Hunk, Line, Point, Section, Tag};

@@ -118,6 +118,23 @@ pub fn json_document(kind: &str, message: &str, code: i32, hints: &[String]) -> 
         .expect("a JSON value serializes")
 }
 
+/// A remedy as the command to run.
+fn remedy_hint(r: &rewind_api::Remedy) -> &'static str {
+    use rewind_api::Remedy as R;
+    match r {
+        R::Init { force: false } => "run `rewind init`",
+        R::Init { force: true } => "run `rewind init --force` to register it anew",
+        R::Log => "`rewind log` lists them",
+        R::Fsck => "`rewind fsck` names what is lost",
+        R::EpochBegin => "open one with `rewind epoch begin`",
+        R::Write => "use `rewind write` to create it",
+        R::ProjectDir => {
+            "run rewind inside the project directory (or pass -C DIR); \
+             `rewind init --force` if you really mean it"
+        }
+    }
+}
+
 /// What the user can do about an error, in the command line's words: the service's hints,
 /// with the guard's "read the file first" as the `rewind read` command that does it.
 pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
@@ -127,6 +144,9 @@ pub fn hints_for(err: &anyhow::Error) -> Vec<String> {
     else {
         return Vec::new();
     };
+    if let Some(r) = &e.remedy {
+        return vec![remedy_hint(r).to_string()];
+    }
     if e.kind == rewind_api::ErrorKind::Guard {
         if let Some(refusals) = e.data.as_ref().and_then(|d| d.as_array()) {
             return refusals

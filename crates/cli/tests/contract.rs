@@ -199,3 +199,42 @@ fn apply_patch_lists_each_file_once() {
         "three\n"
     );
 }
+
+/// An error's message says what happened, in no front's syntax; what to do about it comes as
+/// hints in the command line's words: one `hint:` line each on stderr, and a `hints` list in
+/// the `--json` error document.
+#[test]
+fn errors_say_what_happened_and_hint_what_to_run() {
+    let env = init();
+    let cases: [(&[&str], i32, &str, &str); 2] = [
+        (
+            &["restore", "nosuch"],
+            1,
+            "unknown",
+            "`rewind log` lists them",
+        ),
+        (
+            &["epoch", "end"],
+            1,
+            "state",
+            "open one with `rewind epoch begin`",
+        ),
+    ];
+    for (args, code, kind, hint) in cases {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let o = env.cmd(&all).current_dir(env.root()).output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", text(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let error = &doc["error"];
+        assert_eq!(error["kind"], kind, "{doc}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            !message.contains("rewind "),
+            "no command line in {message:?}"
+        );
+        assert_eq!(error["hints"], serde_json::json!([hint]), "{doc}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains(&format!("hint: {hint}\n")), "{stderr}");
+    }
+}

@@ -55,6 +55,16 @@ pub enum Error {
         cause: Box<Error>,
         rollback: Box<Error>,
     },
+    /// Another error with what the caller can do about it (see
+    /// [`Remedy`](crate::model::remedy::Remedy)).
+    #[error("{error}")]
+    Remedied {
+        /// What happened.
+        #[source]
+        error: Box<Error>,
+        /// What to do about it.
+        remedy: crate::model::remedy::Remedy,
+    },
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,
@@ -64,6 +74,30 @@ pub enum Error {
 }
 
 impl Error {
+    /// This error, with what the caller can do about it.
+    pub(crate) fn remedy(self, remedy: crate::model::remedy::Remedy) -> Error {
+        Error::Remedied {
+            error: Box::new(self),
+            remedy,
+        }
+    }
+
+    /// What the caller can do about this error, if the engine knows.
+    pub fn remedy_of(&self) -> Option<&crate::model::remedy::Remedy> {
+        match self {
+            Error::Remedied { remedy, .. } => Some(remedy),
+            Error::RolledBack(e) => e.remedy_of(),
+            _ => None,
+        }
+    }
+
+    /// The error itself, without the remedy attached to it.
+    pub fn without_remedy(&self) -> &Error {
+        match self {
+            Error::Remedied { error, .. } => error.without_remedy(),
+            e => e,
+        }
+    }
     /// An I/O error on `path`, for `map_err`: `.map_err(Error::io("reading", &path))`.
     pub(crate) fn io<'a>(
         op: &'static str,

@@ -60,6 +60,7 @@ pub use history::LogItem;
 pub use model::entry::{Change, Entry, EntryView};
 pub use model::guard::{ChangedBy, Fingerprint, GuardRefusal, RefusalKind};
 pub use model::oplog::{CheckpointRow, EpochKind, EpochRow, EpochState, Owner, Snapshot};
+pub use model::remedy::Remedy;
 pub use record::{payload_too_large, EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};

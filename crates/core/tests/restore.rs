@@ -269,8 +269,15 @@ fn workspace_identity_is_checked() {
     assert_eq!(Workspace::open(&root, &opts).unwrap().id(), id);
     std::fs::remove_dir(&root).unwrap();
     std::fs::create_dir(&root).unwrap();
-    let err = Workspace::open(&root, &opts).err().unwrap().to_string();
-    assert!(err.contains("--force"), "{err}");
+    // Refused, and the error says what resolves it: registering anew, forced (each front
+    // words that its own way: `rewind init --force` on the command line).
+    let err = Workspace::open(&root, &opts).err().unwrap();
+    assert_eq!(
+        err.remedy_of(),
+        Some(&rewind_core::Remedy::Init { force: true }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("replaced"), "{err}");
     let forced = Workspace::open(
         &root,
         &OpenOptions {

@@ -117,10 +117,7 @@ impl Workspace {
         let root = self.rootdir()?;
         let d = disk_state(&root, rel, true)?;
         if matches!(d, Disk::Absent) {
-            return Err(tool_err(
-                rel,
-                "no such file; use `rewind write` to create it",
-            ));
+            return Err(tool_err(rel, "no such file").remedy(crate::model::remedy::Remedy::Write));
         }
         if let Err(r) = self.guard(session, rel, &d)? {
             return Err(Error::Guard(vec![r]));

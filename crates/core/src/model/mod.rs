@@ -5,3 +5,4 @@
 pub mod entry;
 pub mod guard;
 pub mod oplog;
+pub mod remedy;

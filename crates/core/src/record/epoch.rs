@@ -256,9 +256,8 @@ impl Workspace {
                 .rev()
                 .find(|e| e.session == session)
                 .ok_or_else(|| {
-                    Error::State(format!(
-                        "session {session} has no open epoch; open one with `rewind epoch begin`"
-                    ))
+                    Error::State(format!("session {session} has no open epoch"))
+                        .remedy(crate::model::remedy::Remedy::EpochBegin)
                 })?,
         };
         let state = if abort {

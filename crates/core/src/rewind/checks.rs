@@ -146,10 +146,11 @@ impl Workspace {
             return Ok(());
         }
         Err(Error::Unavailable(format!(
-            "cannot restore: the content of {} path(s) is missing or corrupt in the store, so nothing was changed: {}; `rewind fsck` lists the damage",
+            "cannot restore: the content of {} path(s) is missing or corrupt in the store, so nothing was changed: {}",
             bad.len(),
             bad.join("; ")
-        )))
+        ))
+        .remedy(crate::model::remedy::Remedy::Fsck))
     }
 }
 

@@ -192,8 +192,9 @@ impl Workspace {
             ));
         }
         Error::Unknown(format!(
-            "no checkpoint, epoch or message {text:?} in this workspace; `rewind log` lists them"
+            "no checkpoint, epoch or message {text:?} in this workspace"
         ))
+        .remedy(crate::model::remedy::Remedy::Log)
     }
 
     /// Restores `session` to `target` (see `docs/design.md`, "Rewind semantics").

@@ -84,8 +84,8 @@ pub fn apply(content: &[u8], spec: &EditSpec) -> Result<(Vec<u8>, usize), EditEr
     if spec.old.is_empty() {
         return Err(EditError {
             matches: 0,
-            message: "the old text is empty; give the exact text to replace (use `rewind write` \
-                      to replace a whole file)"
+            message: "the old text is empty; give the exact text to replace (a whole-file write \
+                      replaces a whole file)"
                 .into(),
         });
     }
@@ -206,7 +206,7 @@ fn no_match_message(content: &[u8], old: &[u8]) -> String {
                 return format!(
                     "the old text was not found (0 matches); it matches at line {} if whitespace at the \
                      start and end of lines is ignored (check indentation: tabs vs spaces); \
-                     copy the exact text from `rewind read`",
+                     copy the exact text from a fresh read",
                     start + 1
                 );
             }
@@ -223,7 +223,7 @@ fn no_match_message(content: &[u8], old: &[u8]) -> String {
     scored.truncate(3);
     if scored.is_empty() {
         return "the old text was not found (0 matches), and no line of the file resembles its first line; \
-                read the file again (`rewind read`) and copy the exact text"
+                read the file again and copy the exact text"
             .into();
     }
     let near: Vec<String> = scored

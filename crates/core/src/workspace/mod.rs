@@ -26,6 +26,7 @@ use crate::config::Config;
 use crate::db::oplog;
 use crate::fs::relpath;
 use crate::model::oplog::Snapshot;
+use crate::model::remedy::Remedy;
 use crate::{db, Error};
 use lock::WorkspaceLock;
 
@@ -234,10 +235,12 @@ impl Workspace {
             return Err(Error::Unavailable(format!(
                 "the op log of this workspace ({}) is missing: its history (checkpoints, epochs, \
                  the index of stored content) is gone. Nothing was changed. To start a new \
-                 history, move {} aside (its packs still hold file contents) and run `rewind init`",
+                 history, move {} aside (its packs still hold file contents) and register the \
+                 workspace again",
                 dir.join("meta.sqlite").display(),
                 dir.display()
-            )));
+            ))
+            .remedy(Remedy::Init { force: false }));
         }
         let config = Config::load(&home, Some(&root))?;
         let store = Store::open(
@@ -410,11 +413,12 @@ impl Workspace {
         }
         Err(Error::Unavailable(format!(
             "the store is damaged: {} pack file(s) the index lists are missing ({}), and the \
-             content in them with them; nothing was recorded. `rewind fsck` names the \
+             content in them with them; nothing was recorded. A store check names the \
              checkpoints that lost content (see docs/format.md, \"Damage\")",
             gone.len(),
             gone.join(", ")
-        )))
+        ))
+        .remedy(Remedy::Fsck))
     }
 
     pub fn fsck(&self) -> Result<(FsckReport, Vec<String>), Error> {
@@ -531,9 +535,10 @@ fn refuse_broad_root(root: &Path, force: bool) -> Result<(), Error> {
         return Ok(());
     };
     Err(Error::Workspace(format!(
-        "refusing to use {what} as a workspace: it would capture far more than one project. \
-         Run rewind inside the project directory (or pass -C DIR); use `rewind init --force` if you really mean it"
-    )))
+        "refusing to use {what} as a workspace: it would capture far more than one project; \
+         use the project directory, or force it if you really mean it"
+    ))
+    .remedy(Remedy::ProjectDir))
 }
 
 fn register(
@@ -551,17 +556,20 @@ fn register(
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         match ident {
-            Some(i) if i.dev == meta.dev() && i.ino == meta.ino() && i.btime_ns == birth_ns(meta) => {
+            Some(i)
+                if i.dev == meta.dev() && i.ino == meta.ino() && i.btime_ns == birth_ns(meta) =>
+            {
                 return Ok((id, false))
             }
             Some(_) if !force => {
                 return Err(Error::Workspace(format!(
-                    "{} is not the directory that was registered as workspace {id}: it was replaced \
-                     or moved in since. Run `rewind init --force` to register it anew (the old history \
-                     stays in {})",
-                    root.display(),
-                    home.join("workspaces").join(&id).display()
-                )))
+                "{} is not the directory that was registered as workspace {id}: it was replaced \
+                     or moved in since. Registering it anew (forced) starts a new history; the old \
+                     history stays in {}",
+                root.display(),
+                home.join("workspaces").join(&id).display()
+            ))
+                .remedy(Remedy::Init { force: true }))
             }
             // Damaged registration, or forced: register anew below.
             _ => {}
