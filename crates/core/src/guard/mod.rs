@@ -146,7 +146,7 @@ pub struct Edited {
 /// How to apply a patch.
 #[derive(Clone, Debug, Default)]
 pub struct PatchOptions {
-    /// Leading path components to strip (`-p`); `None`: git's rule (see [`patch::parse`]).
+    /// Leading path components to strip (`-p`); `None`: git's rule (see [`crate::patch::parse`]).
     pub strip: Option<usize>,
     /// Check everything (parse, guard, every hunk) and write nothing.
     pub dry_run: bool,

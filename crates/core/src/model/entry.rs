@@ -49,7 +49,8 @@ impl Entry {
         }
     }
 
-    /// The kind as users see it: see [`kind_name`].
+    /// The kind as users see it: `file`, `executable` (any execute bit), `symlink`, `dir` or
+    /// `uncovered`.
     pub fn kind_name(&self) -> &'static str {
         kind_name(self.kind, self.mode)
     }
