@@ -117,10 +117,14 @@ impl ErrorKind {
 /// on it (the guard's refusals).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ApiError {
+    /// What kind of failure: what a client branches on.
     pub kind: ErrorKind,
+    /// What happened, in plain words.
     pub message: String,
+    /// What the caller can do about it, one per entry (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hints: Vec<String>,
+    /// Structured detail a client can act on (the guard's refusals); absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<serde_json::Value>,
     /// What resolves the error, as an operation (each front says it in its own syntax).
@@ -129,6 +133,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// An error of `kind` with `message`, no hints and no data.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> ApiError {
         ApiError {
             kind,

@@ -53,6 +53,7 @@ pub struct Service {
 }
 
 impl Service {
+    /// A service acting for `ctx`; opens nothing yet.
     pub fn new(ctx: Context) -> Service {
         Service {
             ctx,

@@ -16,19 +16,27 @@ pub const WORKSPACE_CONFIG: &str = ".rewind.toml";
 /// File name of the user-level config in `$REWIND_HOME`.
 pub const USER_CONFIG: &str = "config.toml";
 
+/// The whole configuration, user file and workspace file merged ([`Config::load`]); a
+/// missing section or key means its default.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// `[capture]`: what a capture takes and how long it may run.
     #[serde(default)]
     pub capture: CaptureConfig,
+    /// `[sandbox]`: the user's sandbox policy (see `docs/sandbox.md`). A workspace file may
+    /// only tighten it.
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// `[retention]`: for garbage collection, which is not built yet; parsed, not used.
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// `[checkpoint]`: limits of checkpoints.
     #[serde(default)]
     pub checkpoint: CheckpointConfig,
 }
 
+/// The `[checkpoint]` section.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointConfig {
@@ -37,6 +45,7 @@ pub struct CheckpointConfig {
 }
 
 impl CheckpointConfig {
+    /// The payload cap in bytes, default 64 MiB.
     pub fn max_payload_size(&self) -> u64 {
         self.max_payload_size.map(|s| s.0).unwrap_or(64 << 20)
     }
@@ -53,6 +62,7 @@ pub enum IgnoredPolicy {
     Capture,
 }
 
+/// The `[capture]` section.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureConfig {
@@ -60,26 +70,35 @@ pub struct CaptureConfig {
     pub max_file_size: Option<Size>,
     /// A capture that runs longer than this stops hashing and records the rest as uncovered.
     pub time_budget: Option<Span>,
+    /// Whether paths the ignore rules match are captured. Default skip.
     pub ignored: Option<IgnoredPolicy>,
 }
 
 impl CaptureConfig {
+    /// The size cap in bytes, default 2 GiB.
     pub fn max_file_size(&self) -> u64 {
         self.max_file_size.map(|s| s.0).unwrap_or(2 << 30)
     }
+    /// The time budget of a capture; `None` (the default): no limit.
     pub fn time_budget(&self) -> Option<Duration> {
         self.time_budget.map(|s| s.0)
     }
+    /// What happens to ignored paths, default [`IgnoredPolicy::Skip`].
     pub fn ignored(&self) -> IgnoredPolicy {
         self.ignored.unwrap_or_default()
     }
 }
 
+/// The `[retention]` section: what garbage collection may drop. Parsed (so the keys are
+/// reserved and checked) but not used until `gc` exists.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct RetentionConfig {
+    /// A size budget for the workspace's state.
     pub max_bytes: Option<Size>,
+    /// An age past which history may be dropped.
     pub max_age: Option<Span>,
+    /// A number of checkpoints to keep.
     pub keep: Option<u64>,
 }
 

@@ -4,9 +4,13 @@ use std::path::PathBuf;
 /// Errors of the engine. Each variant is something a caller can act on.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The workspace lock is held by another process and the bounded wait ran out.
+    /// The workspace lock is held by another process (or another writer's shell command or
+    /// tool call is still running) and the bounded wait ran out.
     #[error("the workspace is busy: {holder}; try again, or wait for it to finish")]
-    Busy { holder: String },
+    Busy {
+        /// Who holds it, for a person (the lock file's holder record, or the epoch waited for).
+        holder: String,
+    },
     /// An id, message or name that matches nothing here, or an id prefix that matches several
     /// things.
     #[error("{0}")]
@@ -23,9 +27,17 @@ pub enum Error {
     State(String),
     /// A configuration file is malformed or has an unknown key.
     #[error("configuration {file}: {message}")]
-    Config { file: PathBuf, message: String },
+    Config {
+        /// The file (`config.toml` or a workspace's `.rewind.toml`); both, joined by "and",
+        /// when it is the merged configuration that does not parse.
+        file: PathBuf,
+        /// What is wrong, for a person.
+        message: String,
+    },
+    /// The object store failed: missing or corrupt objects and packs, its I/O, its index.
     #[error(transparent)]
     Store(#[from] rewind_store::Error),
+    /// The engine's tables in `meta.sqlite` failed.
     #[error("metadata database: {0}")]
     Db(#[from] rusqlite::Error),
     /// The directory is not a usable workspace root (refused, replaced, or misplaced state).
@@ -38,7 +50,12 @@ pub enum Error {
     /// A guarded tool could not do what was asked (no match for an edit, a hunk that does not
     /// apply, not a regular file). Nothing was written.
     #[error("{path}: {message}")]
-    Tool { path: String, message: String },
+    Tool {
+        /// The workspace-relative path it was about (`patch` for a patch that does not parse).
+        path: String,
+        /// What went wrong, for a person.
+        message: String,
+    },
     /// Objects a restore needs are missing or corrupt; found before anything was written, so
     /// nothing was.
     #[error("{0}")]
@@ -51,8 +68,10 @@ pub enum Error {
     /// command that takes the workspace lock tries the rollback again.
     #[error("the restore failed ({cause}) and rolling it back failed too ({rollback}); the next rewind command tries the rollback again")]
     RollbackFailed {
+        /// Why the restore failed.
         #[source]
         cause: Box<Error>,
+        /// Why putting it back failed.
         rollback: Box<Error>,
     },
     /// Another error with what the caller can do about it (see
@@ -65,10 +84,14 @@ pub enum Error {
         /// What to do about it.
         remedy: crate::model::remedy::Remedy,
     },
+    /// A file-system operation failed.
     #[error("{op} {path}: {source}")]
     Io {
+        /// What was being done, such as "reading".
         op: &'static str,
+        /// The path it was done to (workspace-relative for paths inside the workspace).
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
 }

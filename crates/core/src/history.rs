@@ -11,19 +11,26 @@ use crate::Error;
 #[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum LogItem {
+    /// An epoch, with how much it changed.
     Epoch {
+        /// The epoch (its fields inline in JSON).
         #[serde(flatten)]
         epoch: EpochRow,
+        /// Paths it changed.
         changes: i64,
+        /// Of those, paths whose content before or after was not captured.
         uncovered: i64,
     },
+    /// A checkpoint.
     Checkpoint {
+        /// The checkpoint (its fields inline in JSON).
         #[serde(flatten)]
         checkpoint: CheckpointRow,
     },
 }
 
 impl LogItem {
+    /// Its op-log position: the log's order.
     pub fn pos(&self) -> i64 {
         match self {
             LogItem::Epoch { epoch, .. } => epoch.pos,
@@ -56,6 +63,8 @@ impl Workspace {
         Ok(items)
     }
 
+    /// The epoch named by `id` or a unique prefix of it; [`Error::Unknown`] for none or
+    /// several, [`Error::State`] for a checkpoint's id.
     pub fn epoch(&self, id: &str) -> Result<EpochRow, Error> {
         let full = self.resolve_epoch_id(id)?;
         Ok(oplog::epoch(&self.db(), &full)?.expect("resolved"))
@@ -83,6 +92,7 @@ impl Workspace {
         oplog::sessions(&self.db())
     }
 
+    /// Every open epoch of every session, oldest first.
     pub fn open_epochs(&self) -> Result<Vec<EpochRow>, Error> {
         oplog::open_epochs(&self.db())
     }

@@ -19,9 +19,11 @@ use crate::Error;
 /// A path the plan leaves alone, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
+    /// Workspace-relative path, `/`-separated raw bytes (a string in JSON).
     #[serde(serialize_with = "crate::base::serde_path")]
     #[schemars(with = "String")]
     pub path: Vec<u8>,
+    /// Why, for a person (uncovered content, untracked files in a directory, …).
     pub reason: String,
 }
 
@@ -29,7 +31,10 @@ pub struct Skipped {
 /// expected to be now (`before`) and what it becomes (`after`; `None` removes it).
 #[derive(Clone, Debug, Default)]
 pub struct RestorePlan {
+    /// One per path to change: parents before children, so a directory exists before what
+    /// goes in it.
     pub steps: Vec<Change>,
+    /// Paths that differ but that the plan must not touch (their content is not captured).
     pub skipped: Vec<Skipped>,
 }
 
@@ -50,9 +55,13 @@ pub fn action(step: &Change) -> &'static str {
 /// A JSON view of a step.
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct StepView {
+    /// `create`, `delete`, `replace` (kind changes), `modify` or `mode`: see [`action`].
     pub action: &'static str,
+    /// Workspace-relative path.
     pub path: String,
+    /// What the path is expected to be now; `None`: absent.
     pub before: Option<EntryView>,
+    /// What it becomes; `None`: removed.
     pub after: Option<EntryView>,
 }
 
@@ -167,12 +176,15 @@ fn diff_trees(
 /// What applying a plan did.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Applied {
+    /// Paths written: files and symlinks put in place, directories created or re-moded.
     pub written: u64,
+    /// Steps that removed a path (counted also when it was already gone).
     pub removed: u64,
     /// Directories that should have gone but still hold files Rewind does not track.
     pub kept: Vec<Skipped>,
 }
 
+/// How [`apply`] writes.
 pub struct ApplyOptions {
     /// fsync every written file before renaming it into place.
     pub durable: bool,

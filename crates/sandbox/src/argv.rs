@@ -26,8 +26,12 @@ pub struct Plan {
 /// denied file (each `--ro-bind-data` consumes its descriptor).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fds {
+    /// The compiled seccomp program (`--add-seccomp-fd`).
     pub seccomp: RawFd,
+    /// Where bwrap writes its JSON status lines (`--json-status-fd`): how a failure of
+    /// bubblewrap itself is told from the command's own exit status.
     pub json_status: RawFd,
+    /// One empty source per [`Plan::deny_files`] entry, in the same order.
     pub deny_files: Vec<RawFd>,
 }
 

@@ -21,8 +21,11 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, from the default to the most open (for help texts and completions).
     pub const ALL: [Mode; 3] = [Mode::WorkspaceWrite, Mode::ReadOnly, Mode::DangerFullAccess];
 
+    /// The name users write in config and flags (`workspace-write`, `read-only`,
+    /// `danger-full-access`).
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::WorkspaceWrite => "workspace-write",

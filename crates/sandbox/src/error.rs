@@ -6,35 +6,57 @@ use std::path::PathBuf;
 pub enum Error {
     /// This operating system or CPU has no sandbox backend. Never falls back to running open.
     #[error("the sandbox is not supported on {platform}; refusing to run the command unsandboxed (use --mode danger-full-access only if you accept that)")]
-    Unsupported { platform: String },
+    Unsupported {
+        /// The OS, OS/architecture, or architecture without seccomp, as detected.
+        platform: String,
+    },
 
     /// No `bwrap` executable was found.
     #[error("bubblewrap (bwrap) not found ({searched}); install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap, Fedora: dnf install bubblewrap)")]
-    BwrapMissing { searched: String },
+    BwrapMissing {
+        /// Where it was looked for, or why the one found could not be run.
+        searched: String,
+    },
 
     /// `bwrap` is too old for the flags the policy needs.
     #[error("{path} is bubblewrap {found}, but {needed} or newer is needed (for --disable-userns and --add-seccomp-fd); install a newer bubblewrap")]
     BwrapTooOld {
+        /// The `bwrap` executable that was run.
         path: PathBuf,
+        /// Its `--version` output, or "of unknown version" when it printed nothing.
         found: String,
+        /// The minimum version, `MAJOR.MINOR.PATCH`.
         needed: String,
     },
 
     /// The preflight trial run, or bubblewrap itself, failed before the command started.
     #[error("{what}{}", hint_suffix(.hint))]
-    Unavailable { what: String, hint: String },
+    Unavailable {
+        /// What failed, as bubblewrap or the preflight reported it.
+        what: String,
+        /// How to fix it on this host (user namespaces, AppArmor, a container), or empty.
+        hint: String,
+    },
 
     /// A configured path or mode is unacceptable. `key` names the setting (config key or flag).
     #[error("{key} = {value:?}: {reason}")]
     InvalidSetting {
+        /// The config key or flag, such as `sandbox.writable_roots`.
         key: String,
+        /// The value as written (lossily converted to UTF-8).
         value: String,
+        /// Why it is refused.
         reason: String,
     },
 
     /// A path the sandbox must mount over is a symlink; mounting would follow it, so refuse.
     #[error("{path} is a symlink (to {target}); the sandbox keeps it read-only and will not mount over a symlink. Replace it with the real directory or file, then retry")]
-    SymlinkedMountTarget { path: PathBuf, target: PathBuf },
+    SymlinkedMountTarget {
+        /// The symlink itself.
+        path: PathBuf,
+        /// Where it points (empty if the link could not be read).
+        target: PathBuf,
+    },
 
     /// An agent asked for more than the user's policy allows.
     #[error("refused: {0}")]
@@ -48,10 +70,15 @@ pub enum Error {
     #[error("building the seccomp filter: {0}")]
     Seccomp(String),
 
+    /// A file-system or process operation failed on the host. Not a refusal: the command may
+    /// have run.
     #[error("{op} {path}: {source}")]
     Io {
+        /// What was being done, such as "starting".
         op: &'static str,
+        /// The file or program it was done to.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
 }
@@ -91,4 +118,5 @@ impl Error {
     }
 }
 
+/// The sandbox's result: [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

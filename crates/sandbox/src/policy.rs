@@ -33,7 +33,10 @@ pub struct Policy {
 /// What an agent (not the user) asks for; it can only make the policy stricter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AgentRequest {
+    /// A mode no more open than the policy's (`read-only` under `workspace-write`); `None`
+    /// keeps the policy's.
     pub mode: Option<Mode>,
+    /// `Some(false)` turns the network off; `Some(true)` is refused unless it is already on.
     pub network: Option<bool>,
 }
 
@@ -102,6 +105,7 @@ impl Policy {
         self.mode = mode;
     }
 
+    /// The user's choice of network access (flag or config); off by default.
     pub fn set_network(&mut self, on: bool) {
         self.network = on;
     }
@@ -134,18 +138,23 @@ impl Policy {
         Ok(())
     }
 
+    /// The mode commands will run in, after config and any agent request.
     pub fn mode(&self) -> Mode {
         self.mode
     }
+    /// Whether commands get the network.
     pub fn network(&self) -> bool {
         self.network
     }
+    /// The workspace: writable in `workspace-write`, the default working directory.
     pub fn workspace(&self) -> &Path {
         &self.workspace
     }
+    /// Rewind's state directory for this workspace: always read-only inside the sandbox.
     pub fn state_dir(&self) -> &Path {
         &self.state_dir
     }
+    /// Writable directories besides the workspace (canonical paths, no duplicates).
     pub fn writable_roots(&self) -> &[PathBuf] {
         &self.writable_roots
     }

@@ -132,7 +132,9 @@ pub fn namespace_hint() -> String {
 /// The result of a successful `rewind sandbox check`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
+    /// The `bwrap` executable that will be used.
     pub bwrap: PathBuf,
+    /// Its version, `MAJOR.MINOR.PATCH`.
     pub version: String,
     /// (check, outcome) in the order run.
     pub checks: Vec<(String, String)>,

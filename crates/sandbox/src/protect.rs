@@ -30,14 +30,19 @@ const SKIP_DIRS: &[&str] = &["node_modules", "target", ".venv", "__pycache__"];
 /// A protected path that does not exist yet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Missing {
+    /// Where the placeholder goes (below the workspace root).
     pub path: PathBuf,
+    /// Whether the placeholder is a directory (the name ended in `/`) rather than a file.
     pub dir: bool,
 }
 
+/// What [`top_git`], [`nested_git`] and [`named`] collect: the paths to keep read-only.
 #[derive(Debug, Default)]
 pub struct Found {
     /// Existing paths to bind read-only (not yet filtered to the writable area).
     pub existing: Vec<PathBuf>,
+    /// Protected names that do not exist yet: a read-only placeholder keeps them from being
+    /// created.
     pub missing: Vec<Missing>,
 }
 

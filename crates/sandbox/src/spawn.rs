@@ -154,14 +154,17 @@ impl Sandboxed {
         self
     }
 
+    /// The command's standard input, as [`std::process::Command::stdin`].
     pub fn stdin(&mut self, s: impl Into<Stdio>) -> &mut Self {
         self.cmd.stdin(s);
         self
     }
+    /// The command's standard output, as [`std::process::Command::stdout`].
     pub fn stdout(&mut self, s: impl Into<Stdio>) -> &mut Self {
         self.cmd.stdout(s);
         self
     }
+    /// The command's standard error, as [`std::process::Command::stderr`].
     pub fn stderr(&mut self, s: impl Into<Stdio>) -> &mut Self {
         self.cmd.stderr(s);
         self

@@ -18,6 +18,7 @@ pub enum ObjectKind {
 }
 
 impl ObjectKind {
+    /// The kind with this on-disk code (1 blob, 2 file, 3 tree); `None` for any other byte.
     pub fn from_u8(b: u8) -> Option<ObjectKind> {
         match b {
             1 => Some(ObjectKind::Blob),
@@ -59,16 +60,19 @@ impl ObjectId {
         h
     }
 
+    /// The 64 lowercase hex digits that name this id everywhere (CLI, errors, fsck).
     pub fn to_hex(&self) -> String {
         hex::encode(self.0)
     }
 
+    /// Parses exactly 64 hex digits (either case); `None` for anything else, prefixes included.
     pub fn from_hex(s: &str) -> Option<ObjectId> {
         let mut out = [0u8; 32];
         hex::decode_to_slice(s, &mut out).ok()?;
         Some(ObjectId(out))
     }
 
+    /// Whether this is [`ObjectId::ZERO`], "no content".
     pub fn is_zero(&self) -> bool {
         self.0 == [0; 32]
     }

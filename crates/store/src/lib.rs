@@ -51,23 +51,29 @@ pub struct ByteReader<'a> {
 }
 
 impl<'a> ByteReader<'a> {
+    /// A reader at the start of `data`.
     pub fn new(data: &'a [u8]) -> ByteReader<'a> {
         ByteReader { data, pos: 0 }
     }
+    /// The next `n` bytes; `None` (and nothing consumed) if fewer remain.
     pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let s = self.data.get(self.pos..self.pos.checked_add(n)?)?;
         self.pos += n;
         Some(s)
     }
+    /// The next byte.
     pub fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
+    /// The next 4 bytes as a little-endian `u32`.
     pub fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
+    /// The next 8 bytes as a little-endian `u64`.
     pub fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
+    /// The next 32 bytes as an [`ObjectId`].
     pub fn id(&mut self) -> Option<ObjectId> {
         Some(ObjectId(self.take(32)?.try_into().ok()?))
     }
@@ -89,22 +95,34 @@ pub const CHUNK_THRESHOLD: u64 = 1 << 20;
 pub enum Error {
     /// The object is not in the index (never stored, or collected).
     #[error("object {id} is not in the store")]
-    Missing { id: ObjectId },
+    Missing {
+        /// The object asked for.
+        id: ObjectId,
+    },
     /// The object's bytes do not hash to its id, or cannot be decoded.
     #[error("object {id} in pack {pack} is corrupt: {reason}")]
     Corrupt {
+        /// The object whose bytes are bad.
         id: ObjectId,
+        /// The pack holding it (its 32-hex-digit name), or [`INLINE`].
         pack: String,
+        /// What is wrong, for a person: hash mismatch, bad zstd frame, undecodable layout.
         reason: String,
     },
     /// The index points into a pack file that is not on disk.
     #[error("pack {pack} is missing from the store")]
-    MissingPack { pack: String },
+    MissingPack {
+        /// The pack's name (32 hex digits).
+        pack: String,
+    },
     /// A file-system operation failed.
     #[error("{op} {path}: {source}")]
     Io {
+        /// What was being done, such as "open pack" or "create store directory".
         op: &'static str,
+        /// The file or directory it was done to.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// Reading the caller's stream failed while storing it.
@@ -121,6 +139,7 @@ pub enum Error {
     Format(String),
 }
 
+/// The store's result: [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A locked handle on the store's connection: see [`Store::db`].
@@ -161,7 +180,10 @@ impl Default for StoreConfig {
 /// Sizes, for `rewind status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
+    /// Pack files in the index.
     pub packs: u64,
+    /// Objects in the index, packed and inline (one object stored twice by racing writers may
+    /// count twice).
     pub objects: u64,
     /// Bytes of pack files on disk.
     pub pack_bytes: u64,
@@ -172,8 +194,12 @@ pub struct StoreStats {
 /// What one [`Writer::commit`] made durable.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommitStats {
+    /// Objects this writer stored that were not in the store before it started (packed or
+    /// inline).
     pub new_objects: u64,
+    /// Their uncompressed size in bytes.
     pub new_raw_bytes: u64,
+    /// Bytes of the pack files it published (0 when everything went inline in the index).
     pub new_pack_bytes: u64,
 }
 
@@ -182,24 +208,39 @@ pub struct CommitStats {
 pub enum FsckProblem {
     /// The object's stored bytes are damaged.
     Corrupt {
+        /// The damaged object.
         id: ObjectId,
+        /// Its kind, as the index records it: says what is lost (file content or a directory).
         kind: ObjectKind,
+        /// The pack holding it, or [`INLINE`].
         pack: String,
+        /// What is wrong, for a person.
         reason: String,
     },
     /// A pack the index refers to is gone; these objects are lost with it.
     MissingPack {
+        /// The pack's name (32 hex digits).
         pack: String,
+        /// Every object the index says it held.
         objects: Vec<ObjectId>,
     },
     /// A pack on disk that no index row refers to and whose trailer cannot be read.
-    UnreadablePack { pack: String, reason: String },
+    UnreadablePack {
+        /// The pack's name (32 hex digits).
+        pack: String,
+        /// Why its trailer could not be read.
+        reason: String,
+    },
 }
 
+/// What [`Store::fsck`] checked and found. Clean when `problems` is empty.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FsckReport {
+    /// Indexed packs found on disk and read.
     pub packs_checked: u64,
+    /// Objects read, decompressed, hashed and decoded (packed and inline).
     pub objects_checked: u64,
+    /// Everything wrong, in the order found; the objects each one loses are named in it.
     pub problems: Vec<FsckProblem>,
 }
 
@@ -450,6 +491,7 @@ impl Store {
         fsck::run(self)
     }
 
+    /// Counts and sizes from the index (no pack is read).
     pub fn stats(&self) -> Result<StoreStats> {
         self.index.stats()
     }

@@ -23,6 +23,8 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
+    /// The kind with this on-disk code (1 file, 2 symlink, 3 directory, 4 uncovered); `None`
+    /// for any other byte.
     pub fn from_u8(b: u8) -> Option<EntryKind> {
         match b {
             1 => Some(EntryKind::File),
@@ -40,11 +42,14 @@ pub struct TreeEntry {
     /// The file name: raw bytes (names need not be UTF-8). Never empty, `.`, `..`, or
     /// containing `/` or NUL.
     pub name: Vec<u8>,
+    /// What the path is, and so what `id` names.
     pub kind: EntryKind,
     /// Permission bits (`st_mode & 0o7777`).
     pub mode: u32,
     /// Content size in bytes (link text length for symlinks, 0 for directories).
     pub size: u64,
+    /// Content id (file), link-text blob (symlink), tree (directory), or
+    /// [`ObjectId::ZERO`] (uncovered): see [`EntryKind`].
     pub id: ObjectId,
 }
 
@@ -80,14 +85,17 @@ impl Tree {
         Ok(Tree { entries })
     }
 
+    /// The entries, sorted by name bytes.
     pub fn entries(&self) -> &[TreeEntry] {
         &self.entries
     }
 
+    /// The entries, sorted by name bytes, by value.
     pub fn into_entries(self) -> Vec<TreeEntry> {
         self.entries
     }
 
+    /// The entry named `name` (one component, raw bytes), by binary search.
     pub fn get(&self, name: &[u8]) -> Option<&TreeEntry> {
         self.entries
             .binary_search_by(|e| e.name.as_slice().cmp(name))
@@ -95,10 +103,12 @@ impl Tree {
             .map(|i| &self.entries[i])
     }
 
+    /// Whether the directory has no entries.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    /// The canonical `RWT1` bytes (module header): the raw bytes the tree's id is computed over.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(8 + self.entries.len() * 64);
         out.extend_from_slice(b"RWT1");
@@ -114,6 +124,8 @@ impl Tree {
         out
     }
 
+    /// Parses `RWT1` bytes: [`Error::Format`] on a truncated or trailing byte, an unknown
+    /// kind, or a name [`Tree::new`] refuses. Entries out of order are sorted, not refused.
     pub fn decode(data: &[u8]) -> Result<Tree, Error> {
         let bad = |why: &str| Error::Format(format!("tree object is malformed: {why}"));
         let mut r = crate::ByteReader::new(data);

@@ -134,6 +134,7 @@ impl<'s> Writer<'s> {
         chunk::split_content(reader, &mut WriterSink(self))
     }
 
+    /// Stores a tree object (deduplicated) and returns its id.
     pub fn put_tree(&self, tree: &Tree) -> Result<ObjectId> {
         self.put(ObjectKind::Tree, &tree.encode())
     }

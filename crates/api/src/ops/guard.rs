@@ -19,6 +19,7 @@ use crate::{ApiError, ErrorKind, Service};
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadRequest {
+    /// The files, relative to the context's directory (or absolute inside the workspace).
     pub paths: Vec<PathBuf>,
     /// Only these lines, 1-based and inclusive: `START:END`, `START:` or `:END` (the whole
     /// file's fingerprint is still recorded).
@@ -30,14 +31,22 @@ pub struct ReadRequest {
 /// One file read.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ReadFile {
+    /// Workspace-relative path.
     pub path: String,
+    /// Size of the whole file in bytes.
     pub size: u64,
+    /// Number of lines in the whole file.
     pub lines: usize,
+    /// The lines returned (1-based, inclusive) when a range was asked for; `[start, start - 1]`
+    /// when the range starts past the end.
     pub range: Option<(usize, usize)>,
+    /// Less than the whole file was returned.
     pub partial: bool,
     /// The bytes returned (lossy UTF-8 when `utf8` is false).
     pub content: String,
+    /// The bytes returned are valid UTF-8, so `content` is exact.
     pub utf8: bool,
+    /// What the session is now recorded to have seen of the whole file.
     pub fingerprint: Fingerprint,
     /// The bytes returned, exactly.
     #[serde(skip)]
@@ -47,7 +56,9 @@ pub struct ReadFile {
 /// The files read, in the order asked.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ReadResponse {
+    /// The session the reads are recorded for.
     pub session: String,
+    /// One per path asked for.
     pub files: Vec<ReadFile>,
 }
 
@@ -55,18 +66,24 @@ pub struct ReadResponse {
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckWriteRequest {
+    /// The files, relative to the context's directory (or absolute inside the workspace).
     pub paths: Vec<PathBuf>,
 }
 
 /// The guard's verdict on one path.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Verdict {
+    /// Workspace-relative path.
     pub path: String,
+    /// A guarded write of it would go ahead now.
     pub allowed: bool,
+    /// It does not exist, so no read is needed.
     pub new_file: bool,
+    /// The session read only part of it.
     pub partial_read: bool,
     /// Why not, in words.
     pub reason: Option<String>,
+    /// The refusal, structured; `None` when allowed.
     pub refusal: Option<GuardRefusal>,
 }
 
@@ -81,6 +98,7 @@ pub struct CheckWriteResponse(pub Vec<Verdict>);
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteRequest {
+    /// The file, relative to the context's directory (or absolute inside the workspace).
     pub path: PathBuf,
     /// The new content.
     #[serde(deserialize_with = "crate::serde_util::text_bytes")]
@@ -98,6 +116,7 @@ pub struct WriteRequest {
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditRequest {
+    /// The file, relative to the context's directory (or absolute inside the workspace).
     pub path: PathBuf,
     /// The exact text to replace: must match once unless `all`.
     pub old: String,
@@ -144,7 +163,9 @@ pub struct ApplyPatchRequest {
 /// What a guarded write, edit or patch recorded: its epoch and changes.
 #[derive(Serialize, JsonSchema)]
 pub struct WriteResponse {
+    /// The exact epoch the write was recorded as.
     pub id: String,
+    /// The session it belongs to.
     pub session: String,
     /// `edit`: how many replacements were made.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,6 +173,7 @@ pub struct WriteResponse {
     /// `apply-patch`: the files of the patch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<PatchedFile>>,
+    /// What the epoch changed, per path.
     pub changes: Vec<StepView>,
 }
 
@@ -161,7 +183,9 @@ pub type EditResponse = WriteResponse;
 /// A patch checked and not applied (`dry_run`).
 #[derive(Serialize, JsonSchema)]
 pub struct PatchDryRun {
+    /// Always true: nothing was written.
     pub dry_run: bool,
+    /// The files the patch would touch.
     pub files: Vec<PatchedFile>,
 }
 
@@ -169,7 +193,9 @@ pub struct PatchDryRun {
 #[derive(Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ApplyPatchResponse {
+    /// Checked with `dry_run`: everything would apply.
     DryRun(PatchDryRun),
+    /// Applied and recorded.
     Applied(WriteResponse),
 }
 
@@ -193,6 +219,7 @@ fn tool_call(tool: &Option<String>, id: &Option<String>, default: &str) -> ToolC
 }
 
 impl Service {
+    /// The `read` operation: see [`ReadRequest`].
     pub fn read(&self, req: &ReadRequest) -> Result<ReadResponse, ApiError> {
         let ws = self.ws()?;
         let mut files = Vec::new();
@@ -217,6 +244,7 @@ impl Service {
         })
     }
 
+    /// The `check_write` operation: see [`CheckWriteRequest`]. Writes nothing.
     pub fn check_write(&self, req: &CheckWriteRequest) -> Result<CheckWriteResponse, ApiError> {
         let ws = self.ws()?;
         let mut verdicts = Vec::new();
@@ -258,6 +286,7 @@ impl Service {
         Ok((root, rel.0))
     }
 
+    /// The `write` operation: see [`WriteRequest`].
     pub fn write(&self, req: &WriteRequest) -> Result<WriteResponse, ApiError> {
         // The new content is staged (written and fsynced under no name) while the workspace
         // opens.
@@ -269,6 +298,7 @@ impl Service {
         Ok(WriteResponse::new(&settled))
     }
 
+    /// The `edit` operation: see [`EditRequest`].
     pub fn edit(&self, req: &EditRequest) -> Result<EditResponse, ApiError> {
         let spec = EditSpec {
             old: req.old.clone().into_bytes(),
@@ -287,6 +317,7 @@ impl Service {
         Ok(out)
     }
 
+    /// The `apply_patch` operation: see [`ApplyPatchRequest`].
     pub fn apply_patch(&self, req: &ApplyPatchRequest) -> Result<ApplyPatchResponse, ApiError> {
         let ws = self.ws()?;
         let read;

@@ -39,6 +39,7 @@ impl Default for LogRequest {
 /// One entry of the log.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct LogEntry {
+    /// The epoch or checkpoint (its fields inline, `type` says which).
     #[serde(flatten)]
     pub item: LogItem,
     /// `created_ns` as local RFC 3339 time.
@@ -50,6 +51,7 @@ pub struct LogEntry {
 pub struct LogResponse {
     /// The session shown, `null` with `all_sessions`.
     pub session: Option<String>,
+    /// Epochs and checkpoints, newest first.
     pub items: Vec<LogEntry>,
     /// Whether older entries were left out by the limit.
     pub more: bool,
@@ -100,21 +102,26 @@ impl ShownChange {
 /// An epoch as `show` returns it.
 #[derive(Serialize, JsonSchema)]
 pub struct ShownEpoch {
+    /// Every field of the epoch, inline.
     #[serde(flatten)]
     pub epoch: EpochRow,
+    /// `created_ns` as local RFC 3339 time.
     pub time: String,
     /// Declared paths of an exact epoch.
     pub paths: Vec<String>,
     /// The whole-tree state before an opaque epoch, if recorded.
     pub pre_root: Option<String>,
+    /// What it changed, sorted by path.
     pub changes: Vec<ShownChange>,
 }
 
 /// A checkpoint as `show` returns it.
 #[derive(Serialize, JsonSchema)]
 pub struct ShownCheckpoint {
+    /// Every field of the checkpoint, inline.
     #[serde(flatten)]
     pub checkpoint: CheckpointRow,
+    /// `created_ns` as local RFC 3339 time.
     pub time: String,
     /// Size of the stored payload in bytes, `null` when none.
     pub payload_size: Option<usize>,
@@ -124,7 +131,9 @@ pub struct ShownCheckpoint {
 #[derive(Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum ShowResponse {
+    /// The id named an epoch.
     Epoch(ShownEpoch),
+    /// The id named a checkpoint (or a message bound to one).
     Checkpoint(ShownCheckpoint),
 }
 
@@ -147,6 +156,7 @@ pub struct DiffRequest {
 pub type DiffResponse = Diff;
 
 impl Service {
+    /// The `log` operation: see [`LogRequest`].
     pub fn log(&self, req: &LogRequest) -> Result<LogResponse, ApiError> {
         let ws = self.ws()?;
         let session = (!req.all_sessions).then(|| self.ctx.session().to_string());
@@ -178,6 +188,7 @@ impl Service {
         })
     }
 
+    /// The `show` operation: see [`ShowRequest`].
     pub fn show(&self, req: &ShowRequest) -> Result<ShowResponse, ApiError> {
         let ws = self.ws()?;
         Ok(match ws.resolve(self.ctx.session(), &req.id)? {
@@ -200,6 +211,7 @@ impl Service {
         })
     }
 
+    /// The `diff` operation: see [`DiffRequest`]. Writes nothing.
     pub fn diff(&self, req: &DiffRequest) -> Result<DiffResponse, ApiError> {
         let ws = self.ws()?;
         let mut scope = self.ctx.ws_paths(ws.root(), &req.paths)?;

@@ -13,9 +13,13 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 /// One operation: its method name (as JSON-RPC calls it), what it does, and the schemas of its
 /// request and response.
 pub struct Operation {
+    /// The JSON-RPC method name, such as `status` or `epoch_begin`.
     pub method: &'static str,
+    /// One sentence: what the operation does.
     pub summary: &'static str,
+    /// The JSON Schema of its request, added to the generator's definitions.
     pub request: fn(&mut SchemaGenerator) -> Schema,
+    /// The JSON Schema of its response, added to the generator's definitions.
     pub response: fn(&mut SchemaGenerator) -> Schema,
 }
 

@@ -23,6 +23,7 @@ pub struct CheckpointRequest {
     /// The node's parent (default: the session head).
     #[serde(default)]
     pub parent: Option<String>,
+    /// A name for people, shown by `log` and `show`.
     #[serde(default)]
     pub label: Option<String>,
     /// A file whose content is stored with the checkpoint and returned by `restore` (e.g. the
@@ -34,10 +35,15 @@ pub struct CheckpointRequest {
 /// The checkpoint made.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct CheckpointResponse {
+    /// The checkpoint's id (16 hex digits).
     pub id: String,
+    /// Its op-log position.
     pub pos: i64,
+    /// The session it belongs to.
     pub session: String,
+    /// The message it is bound to, now the session's head.
     pub message: Option<String>,
+    /// The message's parent in the conversation.
     pub parent: Option<String>,
     /// The workspace tree at this moment.
     pub root: String,
@@ -62,8 +68,11 @@ pub struct EpochBeginRequest {
 /// The epoch opened.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct EpochBeginResponse {
+    /// The epoch's id (16 hex digits), for `epoch_end`.
     pub id: String,
+    /// `exact` (paths declared) or `opaque`.
     pub kind: EpochKind,
+    /// The session that owns it until it is ended.
     pub session: String,
 }
 
@@ -82,8 +91,11 @@ pub struct EpochEndRequest {
 /// The epoch settled or aborted, and what it changed.
 #[derive(Serialize, JsonSchema)]
 pub struct EpochEndResponse {
+    /// The epoch's id.
     pub id: String,
+    /// `settled`, or `aborted` with `abort`.
     pub state: EpochState,
+    /// What it changed, per path.
     pub changes: Vec<StepView>,
 }
 
@@ -114,7 +126,9 @@ pub struct ExecRequest {
 pub struct ExecResponse {
     /// The command's exit code (128+N if killed by signal N).
     pub exit_code: i32,
+    /// The opaque epoch that recorded it.
     pub epoch: String,
+    /// What the command changed, per path.
     pub changes: Vec<StepView>,
 }
 
@@ -124,6 +138,7 @@ pub(crate) fn changes(s: &Settled) -> Vec<StepView> {
 }
 
 impl Service {
+    /// The `checkpoint` operation: see [`CheckpointRequest`].
     pub fn checkpoint(&self, req: &CheckpointRequest) -> Result<CheckpointResponse, ApiError> {
         let ws = self.ws()?;
         let payload = match &req.payload_file {
@@ -162,6 +177,7 @@ impl Service {
         })
     }
 
+    /// The `epoch_begin` operation: see [`EpochBeginRequest`].
     pub fn epoch_begin(&self, req: &EpochBeginRequest) -> Result<EpochBeginResponse, ApiError> {
         let ws = self.ws()?;
         let spec = EpochSpec {
@@ -179,6 +195,7 @@ impl Service {
         })
     }
 
+    /// The `epoch_end` operation: see [`EpochEndRequest`].
     pub fn epoch_end(&self, req: &EpochEndRequest) -> Result<EpochEndResponse, ApiError> {
         let ws = self.ws()?;
         let s = ws.end_epoch(self.ctx.session(), req.epoch.as_deref(), req.abort)?;

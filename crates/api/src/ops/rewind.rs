@@ -57,18 +57,25 @@ pub struct UndoRequest {
 /// changed) when paths conflict and `force` was not given: the command line exits 3.
 #[derive(Serialize, JsonSchema)]
 pub struct RestoreResponse {
+    /// The request was a dry run: nothing was written.
     pub dry_run: bool,
+    /// Files (or the head) were changed.
     pub applied: bool,
+    /// Refused for conflicts: nothing was changed.
     pub refused: bool,
+    /// Per path, what it was (`before`) and what it became, or would become.
     pub steps: Vec<StepView>,
+    /// Paths changed by someone else since the session wrote them.
     pub conflicts: Vec<Conflict>,
+    /// Paths left alone because their earlier content was never captured.
     pub skipped: Vec<Skipped>,
+    /// Directories that should have gone but still hold files Rewind does not track.
     pub kept: Vec<Skipped>,
     /// The restore epoch that records it (undo it to bring back what it overwrote).
     pub epoch: Option<String>,
     /// The session head after the restore.
     pub head: Option<String>,
-    /// The target checkpoint's payload.
+    /// The target checkpoint's payload (lossy UTF-8).
     pub payload: Option<String>,
 }
 
@@ -96,6 +103,7 @@ impl RestoreResponse {
 }
 
 impl Service {
+    /// The `restore` operation: see [`RestoreRequest`].
     pub fn restore(&self, req: &RestoreRequest) -> Result<RestoreResponse, ApiError> {
         let ws = self.ws()?;
         let paths = self.ctx.ws_paths(ws.root(), &req.paths)?;
@@ -119,6 +127,7 @@ impl Service {
         Ok(RestoreResponse::new(out, &opts))
     }
 
+    /// The `undo` operation: see [`UndoRequest`].
     pub fn undo(&self, req: &UndoRequest) -> Result<UndoResponse, ApiError> {
         let ws = self.ws()?;
         let opts = RewindOptions {

@@ -20,20 +20,31 @@ pub struct SandboxCheckRequest {}
 /// One check the preflight ran, and its outcome.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct SandboxCheck {
+    /// What was checked: `platform`, `bubblewrap`, `trial run`.
     pub check: String,
+    /// What it found.
     pub result: String,
 }
 
 /// The sandbox works here.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct SandboxCheckResponse {
+    /// Always true: a sandbox that does not work is an error of kind `sandbox` instead.
     pub ok: bool,
+    /// The workspace root the policy was built for.
     pub workspace: PathBuf,
+    /// The mode commands would run in (`workspace-write`, `read-only`,
+    /// `danger-full-access`).
     pub mode: String,
+    /// Whether commands would get the network.
     pub network: bool,
+    /// The `bwrap` executable used.
     pub bwrap: Option<PathBuf>,
+    /// Its version, `MAJOR.MINOR.PATCH`.
     pub version: Option<String>,
+    /// The checks run, in order.
     pub checks: Vec<SandboxCheck>,
+    /// Always `null` (see `ok`).
     pub error: Option<String>,
 }
 
@@ -125,6 +136,7 @@ impl Service {
         Ok(p)
     }
 
+    /// The `sandbox_check` operation: see [`SandboxCheckRequest`].
     pub fn sandbox_check(
         &self,
         _req: &SandboxCheckRequest,

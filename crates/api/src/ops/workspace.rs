@@ -21,18 +21,25 @@ pub struct InitRequest {
 pub struct InitResponse {
     /// The workspace id (its state directory's name).
     pub id: String,
+    /// The canonical root directory.
     pub root: String,
+    /// Where its state lives: `$REWIND_HOME/workspaces/<id>`.
     pub state_dir: String,
     /// This call registered the workspace (false: it was registered already).
     pub registered: bool,
     /// The captured tree's id.
     pub root_tree: String,
+    /// Paths in the captured tree.
     pub entries: u64,
+    /// Files and symlinks read and hashed (the stat cache vouched for the others).
     pub files_hashed: u64,
+    /// Their total size in bytes.
     pub bytes_hashed: u64,
+    /// Objects stored that the store did not hold before.
     pub new_objects: u64,
     /// Paths that exist but whose content could not be captured: never restored or deleted.
     pub uncovered: Vec<rewind_core::Uncovered>,
+    /// Problems that did not stop the capture (a malformed ignore file), for a person.
     pub warnings: Vec<String>,
 }
 
@@ -54,8 +61,11 @@ pub struct FsckRequest {}
 /// the command line exits 7).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct FsckResponse {
+    /// Nothing is lost: `problems` is empty.
     pub ok: bool,
+    /// Pack files read.
     pub packs_checked: u64,
+    /// Objects read, decompressed, hashed and decoded.
     pub objects_checked: u64,
     /// One line per problem: a corrupt or missing object or pack, and the checkpoints and
     /// paths that can no longer be restored because of it.
@@ -95,10 +105,12 @@ impl Service {
         })
     }
 
+    /// The `status` operation: see [`StatusRequest`]. Reads only.
     pub fn status(&self, _req: &StatusRequest) -> Result<StatusResponse, ApiError> {
         Ok(self.ws()?.status()?)
     }
 
+    /// The `fsck` operation: see [`FsckRequest`]. Writes nothing.
     pub fn fsck(&self, _req: &FsckRequest) -> Result<FsckResponse, ApiError> {
         let ws = self.ws()?;
         let (store_report, lost) = ws.fsck()?;
@@ -112,6 +124,7 @@ impl Service {
         })
     }
 
+    /// The `recover` operation: see [`RecoverRequest`].
     pub fn recover(&self, _req: &RecoverRequest) -> Result<RecoverResponse, ApiError> {
         Ok(self.ws()?.recover()?)
     }

@@ -42,36 +42,53 @@ pub struct CaptureOptions<'a> {
 /// A path that exists but whose content is not in the store.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Uncovered {
+    /// Workspace-relative path, `/`-separated raw bytes (a string in JSON).
     #[serde(serialize_with = "crate::base::serde_path")]
     #[schemars(with = "String")]
     pub path: Vec<u8>,
+    /// Its size in bytes when the capture saw it.
     pub size: u64,
+    /// Why its content was not taken (over `capture.max_file_size`, unreadable, over the time
+    /// budget, not a regular file), for a person.
     pub reason: String,
 }
 
 impl Uncovered {
+    /// The path for display (lossy UTF-8).
     pub fn path_display(&self) -> String {
         relpath::display(&self.path)
     }
 }
 
+/// What one capture cost.
 #[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct CaptureStats {
+    /// Paths in the captured tree (files, symlinks, directories, uncovered; the root aside).
     pub entries: u64,
+    /// Files and symlinks read and hashed because the stat cache could not vouch for them.
     pub files_hashed: u64,
+    /// Their total size in bytes.
     pub bytes_hashed: u64,
+    /// Objects stored that the store did not hold before.
     pub new_objects: u64,
+    /// Bytes of pack files written (0 when the new objects went inline in the index).
     pub new_pack_bytes: u64,
 }
 
 /// The result of one capture. The store side is already durable; the caller records it in the
 /// op log and then saves `state` (restic's order: data, index, then references, then caches).
 pub struct Capture {
+    /// The id of the whole tree (stored).
     pub root: ObjectId,
+    /// The new stat cache, for the caller to save once the op log has the capture.
     pub state: State,
+    /// What differs from the stat cache the capture started from, sorted by path.
     pub changes: Vec<Change>,
+    /// Every path of the tree whose content is not stored, sorted by path.
     pub uncovered: Vec<Uncovered>,
+    /// Problems that did not stop the capture (a malformed ignore file), for a person.
     pub warnings: Vec<String>,
+    /// What the capture cost.
     pub stats: CaptureStats,
     /// Whether `state` differs from the cache it was computed from and should be saved.
     pub state_changed: bool,

@@ -24,8 +24,11 @@ pub use crate::fs::NEVER_CAPTURED;
 /// Live counters a front end can poll for a progress bar.
 #[derive(Debug, Default)]
 pub struct Progress {
+    /// Directory entries the walk has looked at so far.
     pub entries_seen: AtomicU64,
+    /// Files and symlinks hashed so far.
     pub files_hashed: AtomicU64,
+    /// Bytes hashed so far.
     pub bytes_hashed: AtomicU64,
 }
 

@@ -12,6 +12,8 @@ use crate::model::entry::{Change, Entry};
 pub use crate::model::oplog::{ChangeRow, CheckpointRow, EpochKind, EpochRow, EpochState, Owner};
 use crate::Error;
 
+/// The op log's tables (schema version 2): sessions, nodes, epochs, changes, checkpoints,
+/// journal, and the op-log position of snapshots. `docs/format.md` describes every column.
 pub const MIGRATION: &str = "
 CREATE TABLE sessions (id TEXT PRIMARY KEY, head TEXT, created_ns INTEGER NOT NULL);
 CREATE TABLE nodes (
@@ -68,6 +70,7 @@ pub fn last_pos(db: &Connection) -> Result<i64, Error> {
     Ok(next - 1)
 }
 
+/// Creates the session row if it does not exist (no head yet); a no-op otherwise.
 pub fn ensure_session(db: &Connection, session: &str, now: i64) -> Result<(), Error> {
     db.prepare_cached(
         "INSERT OR IGNORE INTO sessions (id, head, created_ns) VALUES (?1, NULL, ?2)",
@@ -76,6 +79,8 @@ pub fn ensure_session(db: &Connection, session: &str, now: i64) -> Result<(), Er
     Ok(())
 }
 
+/// The session's head: the message id of the conversation node it is at; `None` when it
+/// has none or the session is unknown.
 pub fn session_head(db: &Connection, session: &str) -> Result<Option<String>, Error> {
     Ok(db
         .prepare_cached("SELECT head FROM sessions WHERE id = ?1")?
@@ -84,18 +89,22 @@ pub fn session_head(db: &Connection, session: &str) -> Result<Option<String>, Er
         .flatten())
 }
 
+/// Moves the session's head to message `head` (or to none).
 pub fn set_head(db: &Connection, session: &str, head: Option<&str>) -> Result<(), Error> {
     db.prepare_cached("UPDATE sessions SET head = ?2 WHERE id = ?1")?
         .execute(params![session, head])?;
     Ok(())
 }
 
+/// Every session with its head, oldest first.
 pub fn sessions(db: &Connection) -> Result<Vec<(String, Option<String>)>, Error> {
     let mut st = db.prepare_cached("SELECT id, head FROM sessions ORDER BY created_ns")?;
     let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Records conversation node `message` of `session` with its parent message; a node
+/// recorded again keeps its first `created_ns` and takes the new parent.
 pub fn add_node(
     db: &Connection,
     session: &str,
@@ -115,6 +124,7 @@ fn kind_i(e: &Option<Entry>) -> Option<i64> {
     e.map(|e| e.kind as i64)
 }
 
+/// Inserts an epoch row as it is (its `pos` already taken with [`next_pos`]).
 pub fn insert_epoch(db: &Connection, e: &EpochRow) -> Result<(), Error> {
     let (pid, start) = match e.owner {
         Owner::Process { pid, start } => (Some(pid as i64), Some(start as i64)),
@@ -147,6 +157,8 @@ pub fn insert_epoch(db: &Connection, e: &EpochRow) -> Result<(), Error> {
     Ok(())
 }
 
+/// Ends an epoch: sets its state (settled or aborted) and `settled_ns`; `recovered` is
+/// sticky (once set, it stays).
 pub fn settle_epoch(
     db: &Connection,
     id: &str,
@@ -161,6 +173,8 @@ pub fn settle_epoch(
     Ok(())
 }
 
+/// Records (or replaces) `epoch`'s change of `c.path` at op-log position `pos`; `pending`
+/// for an open exact epoch's preimage whose post is not known yet.
 pub fn insert_change(
     db: &Connection,
     epoch: &str,
@@ -229,6 +243,8 @@ pub(crate) fn delete_epoch(db: &Connection, epoch: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// Removes `epoch`'s change of `path`, if any: a path that ended where it started is no
+/// change.
 pub fn delete_change(db: &Connection, epoch: &str, path: &[u8]) -> Result<(), Error> {
     db.prepare_cached("DELETE FROM changes WHERE epoch = ?1 AND path = ?2")?
         .execute(params![epoch, path])?;
@@ -369,6 +385,7 @@ fn epoch_row(r: &Row) -> rusqlite::Result<EpochRow> {
     })
 }
 
+/// The epoch with this full id.
 pub fn epoch(db: &Connection, id: &str) -> Result<Option<EpochRow>, Error> {
     let sql = format!("SELECT {EPOCH_COLS} FROM epochs WHERE id = ?1");
     Ok(db
@@ -381,6 +398,7 @@ pub(crate) fn open_epochs_sql() -> String {
     format!("SELECT {EPOCH_COLS} FROM epochs WHERE state = 'open' ORDER BY pos")
 }
 
+/// Every open epoch of every session, oldest first.
 pub fn open_epochs(db: &Connection) -> Result<Vec<EpochRow>, Error> {
     let mut st = db.prepare_cached(&open_epochs_sql())?;
     let rows = st.query_map([], epoch_row)?;
@@ -399,7 +417,6 @@ pub fn last_epoch(db: &Connection, session: &str) -> Result<Option<EpochRow>, Er
         .optional()?)
 }
 
-/// Epochs newest first; `session` filters unless `None`.
 /// The SQL of [`epochs`]: with a session, its rows and the external ones (session `""`),
 /// found through `epochs_by_session`; without, the newest rows of all. (One statement for both,
 /// `?1 IS NULL OR session = ?1`, could use no index: `rewind log` for a session with few epochs
@@ -415,7 +432,8 @@ pub(crate) fn epochs_sql(for_session: bool) -> String {
     }
 }
 
-/// The newest `limit` epochs of `session` (with the external ones), or of all sessions.
+/// The newest `limit` epochs of `session` (with the external ones), or of all sessions;
+/// newest first.
 pub fn epochs(db: &Connection, session: Option<&str>, limit: i64) -> Result<Vec<EpochRow>, Error> {
     let mut st = db.prepare_cached(&epochs_sql(session.is_some()))?;
     let rows = match session {
@@ -451,12 +469,14 @@ fn ckpt_row(r: &Row) -> rusqlite::Result<CheckpointRow> {
     })
 }
 
+/// Inserts a checkpoint row as it is (its `pos` already taken with [`next_pos`]).
 pub fn insert_checkpoint(db: &Connection, c: &CheckpointRow) -> Result<(), Error> {
     db.prepare_cached("INSERT INTO checkpoints (id, pos, session, message, parent, label, root, payload, pinned, created_ns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")?.execute(params![c.id, c.pos, c.session, c.message, c.parent, c.label, c.root.0.to_vec(), c.payload, c.pinned, c.created_ns],)?;
     Ok(())
 }
 
+/// The checkpoint with this full id.
 pub fn checkpoint(db: &Connection, id: &str) -> Result<Option<CheckpointRow>, Error> {
     let sql = format!("SELECT {CKPT_COLS} FROM checkpoints WHERE id = ?1");
     Ok(db
@@ -465,6 +485,7 @@ pub fn checkpoint(db: &Connection, id: &str) -> Result<Option<CheckpointRow>, Er
         .optional()?)
 }
 
+/// The newest checkpoint of `session` bound to conversation message `message`.
 pub fn checkpoint_by_message(
     db: &Connection,
     session: &str,
@@ -485,6 +506,7 @@ pub(crate) fn checkpoints_sql(for_session: bool) -> String {
     }
 }
 
+/// The newest `limit` checkpoints of `session`, or of all sessions; newest first.
 pub fn checkpoints(
     db: &Connection,
     session: Option<&str>,
@@ -501,7 +523,8 @@ pub fn checkpoints(
 pub(crate) const IDS_WITH_PREFIX: &str = "SELECT id, 1 FROM epochs WHERE id >= ?1 AND id < ?2
     UNION ALL SELECT id, 0 FROM checkpoints WHERE id >= ?1 AND id < ?2 LIMIT 10";
 
-/// Ids (epochs and checkpoints) starting with `prefix`.
+/// Ids (epochs and checkpoints) starting with `prefix` (any case), at most 10, each with
+/// `true` for an epoch and `false` for a checkpoint.
 pub fn ids_with_prefix(db: &Connection, prefix: &str) -> Result<Vec<(String, bool)>, Error> {
     // Ids are lowercase hex. A range over the primary keys (not LIKE, which scans every row of
     // both tables: `epoch end` would slow down as the history grows).
@@ -514,7 +537,6 @@ pub fn ids_with_prefix(db: &Connection, prefix: &str) -> Result<Vec<(String, boo
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// The root of the newest whole-tree capture (and its position).
 /// When the newest whole-tree capture started (ns since the Unix epoch, coarse clock), if any.
 pub fn latest_snapshot_ns(db: &Connection) -> Result<Option<i64>, Error> {
     Ok(db
@@ -523,6 +545,7 @@ pub fn latest_snapshot_ns(db: &Connection) -> Result<Option<i64>, Error> {
         .optional()?)
 }
 
+/// The root of the newest whole-tree capture, and its op-log position.
 pub fn latest_snapshot(db: &Connection) -> Result<Option<(ObjectId, i64)>, Error> {
     Ok(db
         .query_row(

@@ -25,20 +25,25 @@ pub const SNIFF: usize = 8 << 10;
 pub struct Point {
     /// `epoch-before`, `epoch-after`, `checkpoint` or `now`.
     pub what: &'static str,
+    /// The epoch's or checkpoint's full id; `None` for `now`.
     pub id: Option<String>,
 }
 
 /// A whole diff: from one point to another, file by file.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Diff {
+    /// The older side.
     pub from: Point,
+    /// The newer side.
     pub to: Point,
     /// The session whose restore is previewed (checkpoint vs now).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// Every path that differs.
     pub files: Vec<FileDiff>,
-    /// Lines added and removed over all files.
+    /// Lines added over all files.
     pub added: usize,
+    /// Lines removed over all files.
     pub removed: usize,
     /// Paths that differ but cannot be shown or restored (content never captured).
     pub uncovered: Vec<Skipped>,
@@ -55,14 +60,19 @@ fn is_zero(n: &usize) -> bool {
 /// How one path differs.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct FileDiff {
+    /// Workspace-relative path.
     pub path: String,
     /// create, delete, modify, mode, replace (kind changed) or uncovered.
     pub action: &'static str,
     /// The kind of the newer side (of the older one if deleted): file, executable, symlink,
     /// dir, uncovered.
     pub kind: &'static str,
+    /// No line diff: either side is binary (a NUL byte in the first [`SNIFF`] bytes, or not
+    /// UTF-8) or larger than [`MAX_TEXT`].
     pub binary: bool,
+    /// Lines added to this path.
     pub added: usize,
+    /// Lines removed from it.
     pub removed: usize,
     /// Checkpoint vs now only: who changed this path since the session wrote it (a restore
     /// would refuse it without --force).
@@ -84,14 +94,18 @@ pub struct FileDiff {
 pub struct Section {
     /// `diff --git a/P b/P`, mode lines, `--- a/P` and `+++ b/P`.
     pub header: Vec<String>,
+    /// Why the section has no hunks (binary, too large, not captured), if so.
     pub note: Option<String>,
+    /// The changed lines with 3 lines of context, in file order.
     pub hunks: Vec<Hunk>,
 }
 
 /// One hunk: its `@@ -a,b +c,d @@` header and its lines.
 #[derive(Clone, Debug)]
 pub struct Hunk {
+    /// `@@ -a,b +c,d @@`.
     pub header: String,
+    /// Its lines in order.
     pub lines: Vec<Line>,
 }
 
@@ -100,6 +114,7 @@ pub struct Hunk {
 pub struct Line {
     /// [`Tag::Add`], [`Tag::Del`] or [`Tag::Context`].
     pub tag: Tag,
+    /// The line's text, without the `+`, `-` or ` ` marker.
     pub text: String,
     /// The line is the last of its side and has no newline.
     pub no_newline: bool,
@@ -112,8 +127,11 @@ pub enum Tag {
     Meta,
     /// `@@ … @@`.
     Hunk,
+    /// An added line (`+`).
     Add,
+    /// A removed line (`-`).
     Del,
+    /// An unchanged line around the changes (` `).
     Context,
     /// A note in place of lines (binary, too large, not captured, no newline at end).
     Note,

@@ -59,6 +59,7 @@ pub fn check(rel: &[u8]) -> Result<(), Error> {
     }
 }
 
+/// `dir/name`; just `name` when `dir` is the root (empty).
 pub fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     if dir.is_empty() {
         name.to_vec()
@@ -79,10 +80,13 @@ pub fn split(rel: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
+/// The path for messages and JSON: lossy UTF-8 (bytes that are not UTF-8 show as U+FFFD).
 pub fn display(rel: &[u8]) -> String {
     String::from_utf8_lossy(rel).into_owned()
 }
 
+/// The path of `rel` under `root` (`root` itself for the empty path). Nothing is resolved:
+/// writes go through `RootDir`'s descriptors, never through such a path.
 pub fn to_path(root: &Path, rel: &[u8]) -> PathBuf {
     if rel.is_empty() {
         root.to_path_buf()

@@ -43,7 +43,9 @@ const DURABLE: bool = true;
 /// Lines to return from a read: 1-based, inclusive; `end: None` means to the end of the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineRange {
+    /// The first line, 1 or more.
     pub start: usize,
+    /// The last line, at least `start`.
     pub end: Option<usize>,
 }
 
@@ -80,6 +82,7 @@ impl FromStr for LineRange {
 /// What a read returned and recorded.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReadResult {
+    /// Workspace-relative path, `/`-separated raw bytes (a string in JSON).
     #[serde(serialize_with = "crate::base::serde_path")]
     #[schemars(with = "String")]
     pub path: Vec<u8>,
@@ -95,17 +98,21 @@ pub struct ReadResult {
     pub range: Option<(usize, usize)>,
     /// Less than the whole file was returned (the fingerprint is still of the whole file).
     pub partial: bool,
+    /// What the session is now recorded to have seen: later writes are checked against it.
     pub fingerprint: Fingerprint,
 }
 
 /// The tool call a guarded write is recorded as (the epoch's `tool` and `tool_call`).
 #[derive(Clone, Debug, Default)]
 pub struct ToolCall {
+    /// The tool's name (`write`, `edit`, `apply-patch`, or the agent's own).
     pub name: String,
+    /// The agent's id for this call, if it has one.
     pub id: Option<String>,
 }
 
 impl ToolCall {
+    /// A call of tool `name` without an id.
     pub fn named(name: &str) -> ToolCall {
         ToolCall {
             name: name.to_string(),
@@ -117,6 +124,7 @@ impl ToolCall {
 /// A write the guard allows.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct WriteCheck {
+    /// Workspace-relative path, `/`-separated raw bytes (a string in JSON).
     #[serde(serialize_with = "crate::base::serde_path")]
     #[schemars(with = "String")]
     pub path: Vec<u8>,
@@ -129,14 +137,16 @@ pub struct WriteCheck {
 /// What a guarded edit did.
 #[derive(Clone, Debug)]
 pub struct Edited {
+    /// The exact epoch the edit was recorded as, with its change.
     pub settled: Settled,
+    /// How many occurrences of the old text were replaced.
     pub replacements: usize,
 }
 
 /// How to apply a patch.
 #[derive(Clone, Debug, Default)]
 pub struct PatchOptions {
-    /// Leading path components to strip (`-p`); `None`: git's rule (see [`patch::parse`]).
+    /// Leading path components to strip (`-p`); `None`: git's rule (see [`crate::patch::parse`]).
     pub strip: Option<usize>,
     /// Check everything (parse, guard, every hunk) and write nothing.
     pub dry_run: bool,
@@ -147,6 +157,7 @@ pub struct PatchOptions {
 pub struct PatchedFile {
     /// modify, add, delete, rename or copy.
     pub op: &'static str,
+    /// The file the patch leaves (for a delete, the one it removes); workspace-relative.
     #[serde(serialize_with = "crate::base::serde_path")]
     #[schemars(with = "String")]
     pub path: Vec<u8>,
@@ -154,6 +165,7 @@ pub struct PatchedFile {
     #[serde(serialize_with = "serde_opt_path")]
     #[schemars(with = "Option<String>")]
     pub from: Option<Vec<u8>>,
+    /// Hunks applied to it, over every section of the patch that names it.
     pub hunks: usize,
 }
 
@@ -193,7 +205,9 @@ fn summarize(summary: &mut Vec<PatchedFile>, then: PatchedFile) {
 /// What `apply_patch` did: the files, and the epoch (none for a dry run).
 #[derive(Clone, Debug)]
 pub struct Patched {
+    /// Each file the patch touches, once, in the patch's order.
     pub files: Vec<PatchedFile>,
+    /// The exact epoch it was recorded as; `None` for a dry run.
     pub settled: Option<Settled>,
 }
 

@@ -7,14 +7,20 @@ use serde::Serialize;
 /// The recorded state of one path. Directories carry the id of their tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Entry {
+    /// File, symlink, directory or uncovered.
     pub kind: EntryKind,
     /// Permission bits (`st_mode & 0o7777`).
     pub mode: u32,
+    /// Content size in bytes (link text length for symlinks, 0 for directories, what was
+    /// seen for uncovered files).
     pub size: u64,
+    /// Content id (file), link-text blob (symlink), tree (directory), or
+    /// [`ObjectId::ZERO`] (uncovered).
     pub id: ObjectId,
 }
 
 impl Entry {
+    /// The entry a tree records for a path (the name left behind).
     pub fn from_tree_entry(e: &TreeEntry) -> Entry {
         Entry {
             kind: e.kind,
@@ -43,11 +49,15 @@ impl Entry {
         }
     }
 
+    /// The kind as users see it: `file`, `executable` (any execute bit), `symlink`, `dir` or
+    /// `uncovered`.
     pub fn kind_name(&self) -> &'static str {
         kind_name(self.kind, self.mode)
     }
 }
 
+/// The kind as users see it: `file`, `executable` (a file with any execute bit), `symlink`,
+/// `dir` or `uncovered`.
 pub fn kind_name(kind: EntryKind, mode: u32) -> &'static str {
     match kind {
         EntryKind::File if mode & 0o111 != 0 => "executable",
@@ -63,16 +73,22 @@ pub fn kind_name(kind: EntryKind, mode: u32) -> &'static str {
 pub struct Change {
     /// Workspace-relative path, `/`-separated raw bytes.
     pub path: Vec<u8>,
+    /// What the path was before the change; `None`: absent.
     pub before: Option<Entry>,
+    /// What the change left; `None`: absent (deleted).
     pub after: Option<Entry>,
 }
 
 /// A JSON-friendly view of an entry.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct EntryView {
+    /// `file`, `executable`, `symlink`, `dir` or `uncovered`.
     pub kind: &'static str,
+    /// Permission bits, four octal digits (`0644`).
     pub mode: String,
+    /// Content size in bytes (link text length for symlinks, 0 for directories).
     pub size: u64,
+    /// Content id, 64 hex digits; empty for an uncovered file.
     pub id: String,
 }
 

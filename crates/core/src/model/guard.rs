@@ -12,12 +12,15 @@ use crate::model::oplog::EpochKind;
 /// What a session saw of a file when it last read (or wrote) it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Fingerprint {
+    /// Workspace-relative path, `/`-separated raw bytes (a string in JSON).
     #[serde(serialize_with = "crate::base::serde_path")]
     #[schemars(with = "String")]
     pub path: Vec<u8>,
+    /// The file's size in bytes as seen.
     pub size: u64,
     /// Recorded for diagnosis only: the guard compares content, never timestamps.
     pub mtime_ns: i64,
+    /// Permission bits as seen (`st_mode & 0o7777`).
     pub mode: u32,
     /// BLAKE3 content id (the store's id for these bytes).
     #[serde(serialize_with = "crate::base::serde_id")]
@@ -27,6 +30,7 @@ pub struct Fingerprint {
     pub pos: i64,
     /// Only a line range was returned to the session.
     pub partial: bool,
+    /// When it was read or written, in nanoseconds since the Unix epoch.
     pub read_ns: i64,
 }
 
@@ -45,13 +49,21 @@ pub enum RefusalKind {
 #[serde(rename_all = "snake_case", tag = "type")]
 pub enum ChangedBy {
     /// Found on disk, made by no session (an editor, another program).
-    External { epoch: String },
+    External {
+        /// The external epoch that recorded the change.
+        epoch: String,
+    },
     /// A session's epoch (possibly this session's, e.g. a shell command it ran).
     Epoch {
+        /// The session whose epoch it was.
         session: String,
+        /// The epoch's id.
         epoch: String,
+        /// Its kind: a tool call, a shell command, a restore.
         kind: EpochKind,
+        /// Its tool, as the caller named it.
         tool: Option<String>,
+        /// Whether that session is the one refused.
         this_session: bool,
         /// Still open (its tool call may still be writing).
         open: bool,
@@ -105,10 +117,13 @@ impl fmt::Display for ChangedBy {
 /// One refused path.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GuardRefusal {
+    /// Workspace-relative path, `/`-separated raw bytes (a string in JSON).
     #[serde(serialize_with = "crate::base::serde_path")]
     #[schemars(with = "String")]
     pub path: Vec<u8>,
+    /// The session whose write was refused.
     pub session: String,
+    /// Never read, or changed since read.
     pub kind: RefusalKind,
     /// For `Changed`: who changed it, if the op log knows.
     pub changed_by: Option<ChangedBy>,

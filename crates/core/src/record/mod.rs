@@ -27,7 +27,9 @@ pub(crate) use crate::fs::probe::{
 /// What to open.
 #[derive(Clone, Debug, Default)]
 pub struct EpochSpec {
+    /// The tool that is about to write, as the caller names it (`edit`, `exec`, …).
     pub tool: Option<String>,
+    /// The agent's id for the tool call, if it has one.
     pub tool_call: Option<String>,
     /// Declared paths: an exact epoch. Empty: an opaque epoch.
     pub paths: Vec<Vec<u8>>,
@@ -40,7 +42,9 @@ pub struct EpochSpec {
 /// A settled epoch with its changes.
 #[derive(Clone, Debug)]
 pub struct Settled {
+    /// The epoch as stored after settling.
     pub epoch: EpochRow,
+    /// What it changed, sorted by path (as stored).
     pub changes: Vec<Change>,
 }
 

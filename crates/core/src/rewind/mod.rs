@@ -36,16 +36,24 @@ pub enum Mode {
     /// Files and the session head.
     #[default]
     Both,
+    /// Files only; the head stays (a later files restore to the same point still works).
     FilesOnly,
+    /// The head only ("undo the message, keep the files"); no file is touched.
     HeadOnly,
 }
 
+/// How to restore or undo.
 #[derive(Clone, Debug, Default)]
 pub struct RewindOptions {
+    /// Plan and check everything, write nothing: the outcome is what the real run would do,
+    /// and fails as it would.
     pub dry_run: bool,
+    /// Go ahead despite conflicts; what is overwritten is kept in the restore epoch, so it
+    /// can be brought back.
     pub force: bool,
     /// Make the whole workspace (or `paths`) equal to the target's tree, whoever changed it.
     pub all: bool,
+    /// Files, head, or both.
     pub mode: Mode,
     /// Limit to these workspace-relative paths (and what is under them).
     pub paths: Vec<Vec<u8>>,
@@ -56,12 +64,14 @@ pub struct RewindOptions {
 /// A resolved restore target.
 #[derive(Clone, Debug)]
 pub enum Target {
+    /// A checkpoint: undo what the session did after it.
     Checkpoint(CheckpointRow),
     /// "Just before this epoch".
     Epoch(EpochRow),
 }
 
 impl Target {
+    /// The checkpoint's or epoch's full id.
     pub fn id(&self) -> &str {
         match self {
             Target::Checkpoint(c) => &c.id,
@@ -80,10 +90,13 @@ impl Target {
 /// A path whose current state is not what the rewound epochs left there.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Conflict {
+    /// Workspace-relative path, `/`-separated raw bytes (a string in JSON).
     #[serde(serialize_with = "crate::base::serde_path")]
     #[schemars(with = "String")]
     pub path: Vec<u8>,
+    /// What the rewound epochs left there; `None`: absent.
     pub expected: Option<EntryView>,
+    /// What is there now; `None`: absent.
     pub current: Option<EntryView>,
     /// Who changed it since, if the op log knows.
     pub changed_by: String,
@@ -92,8 +105,12 @@ pub struct Conflict {
 /// What a restore or undo did, or (dry run) would do.
 #[derive(Clone, Debug, Default)]
 pub struct RewindOutcome {
+    /// What was (or would be) written, per path: `before` is what it was, `after` what it
+    /// became.
     pub steps: Vec<Change>,
+    /// Paths changed by someone else since; with any, nothing is written unless forced.
     pub conflicts: Vec<Conflict>,
+    /// Paths left alone because their earlier content was never captured.
     pub skipped: Vec<Skipped>,
     /// Whether files were changed (false for dry runs and refusals).
     pub applied: bool,
@@ -101,7 +118,10 @@ pub struct RewindOutcome {
     pub epoch: Option<String>,
     /// The session head after the restore.
     pub head: Option<String>,
+    /// The target checkpoint's payload, for the caller to restore its own state from.
     pub payload: Option<Vec<u8>>,
+    /// Directories the restore should have removed but kept: they still hold files Rewind
+    /// does not track (or gained some while it ran).
     pub kept: Vec<Skipped>,
 }
 

@@ -8,7 +8,9 @@
 /// What an edit asks for.
 #[derive(Clone, Debug, Default)]
 pub struct EditSpec {
+    /// The exact text to replace (not empty; LF read as CRLF in a CRLF file).
     pub old: Vec<u8>,
+    /// The text to put in its place (different from `old`).
     pub new: Vec<u8>,
     /// Replace every occurrence (otherwise exactly one must exist).
     pub all: bool,
@@ -17,7 +19,9 @@ pub struct EditSpec {
 /// Why an edit cannot be made; the message is for the caller (an agent) to act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EditError {
+    /// How many times the old text occurs (0: no match, or the request itself is wrong).
     pub matches: usize,
+    /// What is wrong and how to fix the request.
     pub message: String,
 }
 

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use crate::Error;
 
+/// The state directory this process uses (module header); [`Error::Usage`] when neither
+/// `REWIND_HOME`, `XDG_DATA_HOME` nor `HOME` is set.
 pub fn rewind_home() -> Result<PathBuf, Error> {
     let nonempty = |k: &str| {
         std::env::var_os(k)

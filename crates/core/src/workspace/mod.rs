@@ -59,6 +59,8 @@ fn birth_ns(meta: &std::fs::Metadata) -> Option<i64> {
     Some(t.duration_since(UNIX_EPOCH).ok()?.as_nanos() as i64)
 }
 
+/// An open workspace: its root, its configuration, its store and op log. Every operation of
+/// the engine is a method of it. Not `Sync`: it keeps this process's caches and locks in cells.
 pub struct Workspace {
     root: PathBuf,
     id: String,
@@ -88,32 +90,51 @@ impl Drop for Workspace {
     }
 }
 
+/// What `rewind status` shows: the workspace, its store, sessions, and what needs attention.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Status {
+    /// The canonical root directory.
     pub root: String,
+    /// The workspace's id (32 hex digits), which names its state directory.
     pub id: String,
+    /// Where its state lives: `$REWIND_HOME/workspaces/<id>`.
     pub state_dir: String,
+    /// Sizes of its object store.
     pub store: StoreStatsView,
+    /// How many whole-tree captures were recorded.
     pub snapshots: i64,
+    /// The newest of them.
     pub last_snapshot: Option<Snapshot>,
+    /// Every session with its head, oldest first.
     pub sessions: Vec<SessionHead>,
+    /// Epochs still open, of every session, oldest first.
     pub open_epochs: Vec<crate::db::oplog::EpochRow>,
     /// Restores whose journal is not finished (the next command rolls them forward).
     pub unfinished_restores: Vec<String>,
+    /// Paths whose content the last capture could not take (from the stat cache): never
+    /// restored, never deleted.
     pub uncovered: Vec<Uncovered>,
 }
 
+/// A session and where its conversation is.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SessionHead {
+    /// The session's name.
     pub session: String,
+    /// The message id of its current conversation node; `None` before its first checkpoint.
     pub head: Option<String>,
 }
 
+/// The store's sizes, for JSON.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct StoreStatsView {
+    /// Pack files.
     pub packs: u64,
+    /// Objects, packed and kept inline in the index.
     pub objects: u64,
+    /// Bytes of pack files on disk.
     pub pack_bytes: u64,
+    /// Bytes the objects hold uncompressed.
     pub raw_bytes: u64,
 }
 
@@ -270,18 +291,23 @@ impl Workspace {
             .is_file()
     }
 
+    /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root
     }
+    /// The workspace's id (32 hex digits).
     pub fn id(&self) -> &str {
         &self.id
     }
+    /// Its state directory, `$REWIND_HOME/workspaces/<id>`.
     pub fn state_dir(&self) -> &Path {
         &self.dir
     }
+    /// The configuration it was opened with (user file and `.rewind.toml` merged).
     pub fn config(&self) -> &Config {
         &self.config
     }
+    /// Its object store, whose connection also holds the op log.
     pub fn store(&self) -> &Store {
         &self.store
     }
@@ -364,10 +390,12 @@ impl Workspace {
         Ok((found.capture, pos))
     }
 
+    /// Every whole-tree capture, oldest first.
     pub fn snapshots(&self) -> Result<Vec<Snapshot>, Error> {
         db::snapshots::all(&self.db())
     }
 
+    /// The workspace's status. Reads only; takes no lock.
     pub fn status(&self) -> Result<Status, Error> {
         let snapshots = db::snapshots::count(&self.db())?;
         let last = db::snapshots::last(&self.db())?;
@@ -401,8 +429,6 @@ impl Workspace {
         })
     }
 
-    /// Verifies every object, then that every tree reachable from a recorded snapshot is
-    /// readable and everything it refers to is present.
     /// Before anything is recorded: every pack the index names is on disk. A capture trusts
     /// the stat cache and the index that a file's content is stored; with a pack gone it would
     /// record changes whose preimages are lost, and say nothing until a restore fails.
@@ -421,6 +447,10 @@ impl Workspace {
         .remedy(Remedy::Fsck))
     }
 
+    /// Verifies every object, then that every tree reachable from a recorded snapshot or
+    /// checkpoint is readable and everything it refers to is present, as is every content a
+    /// recorded change names. Returns the store's report and, for a person, what is lost: each
+    /// missing object and every checkpoint with paths that cannot be restored. Writes nothing.
     pub fn fsck(&self) -> Result<(FsckReport, Vec<String>), Error> {
         let report = self.store.fsck()?;
         let mut lost = Vec::new();

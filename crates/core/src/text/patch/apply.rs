@@ -10,7 +10,9 @@ use super::*;
 pub struct HunkError {
     /// 1-based hunk number within its file.
     pub hunk: usize,
+    /// Its `@@ -a,b +c,d @@` header.
     pub header: String,
+    /// Why it does not apply, for the caller to fix the patch.
     pub message: String,
 }
 

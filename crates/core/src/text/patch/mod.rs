@@ -22,10 +22,15 @@ use std::fmt;
 /// How a file section of a patch changes its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatchOp {
+    /// Changes an existing file in place (content or mode).
     Modify,
+    /// Creates a file (`--- /dev/null`).
     Add,
+    /// Removes a file (`+++ /dev/null`).
     Delete,
+    /// Moves a file to a new name, maybe changing it too.
     Rename,
+    /// Creates a file from a copy of another, maybe changed; the source stays.
     Copy,
 }
 
@@ -38,15 +43,18 @@ pub struct FilePatch {
     pub new_path: Option<Vec<u8>>,
     /// Git modes (`0o100644`, `0o100755`, …) when the patch states them.
     pub old_mode: Option<u32>,
+    /// The file's git mode after the patch, when stated (`new mode`, `new file mode`).
     pub new_mode: Option<u32>,
     /// `copy from`/`copy to` rather than a rename.
     pub copy: bool,
+    /// The content changes, in file order; empty for a pure rename, copy or mode change.
     pub hunks: Vec<Hunk>,
     /// Line of the patch where this section starts (1-based), for messages.
     pub line: usize,
 }
 
 impl FilePatch {
+    /// What the section does, from its old and new paths.
     pub fn op(&self) -> PatchOp {
         match (&self.old_path, &self.new_path) {
             (None, _) => PatchOp::Add,
@@ -75,19 +83,29 @@ impl FilePatch {
 /// added). Lines keep their terminator, except a last line marked "No newline at end of file".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hunk {
+    /// `-a`: the first old line, 1-based (for an empty old range, the line after which the
+    /// new lines go; 0 at the start of the file).
     pub old_start: usize,
+    /// `,b`: how many old lines (context and removed) the hunk covers.
     pub old_len: usize,
+    /// `+c`: where the new lines start in the patched file, 1-based.
     pub new_start: usize,
+    /// `,d`: how many new lines (context and added) it leaves.
     pub new_len: usize,
+    /// The hunk's body in order.
     pub lines: Vec<HunkLine>,
     /// Line of the patch holding the `@@` header (1-based).
     pub line: usize,
 }
 
+/// One line of a hunk's body, without its ` `, `-` or `+` marker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HunkLine {
+    /// Must be in the file, and stays.
     Context(Vec<u8>),
+    /// Must be in the file, and goes.
     Remove(Vec<u8>),
+    /// Comes in.
     Add(Vec<u8>),
 }
 
@@ -100,6 +118,7 @@ impl HunkLine {
 }
 
 impl Hunk {
+    /// The `@@ -a,b +c,d @@` header, rebuilt from the numbers, for messages.
     pub fn header(&self) -> String {
         format!(
             "@@ -{},{} +{},{} @@",
@@ -139,7 +158,9 @@ impl Hunk {
 /// A malformed patch: the line (1-based) and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
+    /// The patch line (1-based) where it went wrong.
     pub line: usize,
+    /// What is wrong there.
     pub message: String,
 }
 
