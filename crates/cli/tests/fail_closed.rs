@@ -400,3 +400,44 @@ fn deep_paths_are_captured_and_restored() {
     assert_eq!(deep("cat f.txt"), "one\n");
     assert_eq!(deep("readlink link"), "f.txt\n");
 }
+
+/// An object gone from the store's index (not a damaged pack the store's own check reports,
+/// but a row lost from the index) that both an epoch and a checkpoint refer to: `fsck` names
+/// the epoch's change and the checkpoint that can no longer restore the path.
+#[test]
+fn fsck_names_the_checkpoint_of_an_object_lost_from_the_index() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"first\n");
+    init(&env);
+    let m0 = checkpoint(&env, "A", "m0");
+    sh(&env, "A", "echo second > a.txt");
+    // Small contents are stored inline in the index's database: delete every one of them.
+    let db = glob_one(&env.home.path().join("workspaces"), "meta.sqlite");
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('DELETE FROM store_inline'); c.commit()")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run_s(&env, "A", &["fsck"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("/a.txt: object"), "the epoch's change: {out}");
+    assert!(
+        out.contains(&format!("checkpoint {m0} (message m0)")) && out.contains("a.txt"),
+        "the checkpoint that lost a.txt: {out}"
+    );
+}
+
+/// The one file called `name` below `dir` (one level of subdirectories).
+fn glob_one(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let mut found: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().join(name))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.pop().unwrap()
+}

@@ -241,7 +241,7 @@ impl Disk {
     }
 }
 
-/// Same content and kind (modes aside: the guard is about content).
+/// A guarded tool's error on `rel`: it could not do what was asked; nothing was written.
 fn tool_err(rel: &[u8], message: impl Into<String>) -> Error {
     Error::Tool {
         path: relpath::display(rel),

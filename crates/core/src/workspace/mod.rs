@@ -494,6 +494,9 @@ impl Workspace {
                         "epoch {epoch}/{}: object {id} is missing",
                         relpath::display(&path)
                     ));
+                    // The trees below skip what was seen here: the checkpoints holding it are
+                    // named from `bad`.
+                    bad.insert(id);
                 }
             }
         }
