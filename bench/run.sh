@@ -1,27 +1,28 @@
 #!/usr/bin/env bash
 # Foundation benchmark (capture and restore): the same work through the git "shadow repository"
 # baseline and through Rewind, in the same run. Builds release binaries, runs rewind-bench, prints
-# a Markdown report and writes it to target/bench/foundation.md.
+# a Markdown report and writes it to target/bench/foundation.md (the step log to
+# target/bench/foundation.log). Everything it needs is in this repository: the baseline scripts
+# are crates/bench/scripts/ (built into rewind-bench).
 #
 # usage: bench/run.sh [--fresh-fs] [rewind-bench run options]
 #   --fresh-fs        run on a freshly made ext4 loop volume (needs root): after mass deletes of
 #                     100k files ext4 allocates inodes slowly for a while, which would skew runs
 #                     made right after an earlier run's cleanup
-#   --dirs N          many-files tree size (default 1000 dirs x 100 files)
-#   --reps N          repetitions of the many-files scenario (default 3)
+#   --kinds K,K       many-files trees to run: binary, text (default both)
+#   --dirs N          many-files tree size (default 500 dirs x 100 files)
+#   --reps N          repetitions of each many-files scenario (default 4; git first in even ones)
 #   --big-mib N       big-file scenario size, 0 skips (default 1024)
+#   --big-reps N      repetitions of the big-file scenario (default 2)
 #   --huge-mib N      peak-memory scenario size, 0 skips (default 4096)
 #   --with-git-4g     also run git on the huge file (slow)
 # environment:
-#   SHARED            the shared dir with bench/mktree.py and bench/git-shadow-baseline.sh
-#                     (default ../shared, relative to the repository root)
 #   TMPDIR            where the work dir (or the loop image) is made (default /tmp)
 #   FRESH_FS_SIZE     size of the sparse loop image (default 40G)
 #
-# smoke test: bench/run.sh --dirs 50 --reps 1 --big-mib 64 --huge-mib 256
+# smoke test: bench/run.sh --dirs 20 --reps 2 --big-mib 16 --huge-mib 64
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SHARED=${SHARED:-../shared}
 target=${CARGO_TARGET_DIR:-target}
 # Binaries are built for the host's own target tuple (see .cargo/config.toml).
 bin=$target/$(rustc -vV | sed -n 's/^host: //p')/release
@@ -33,6 +34,12 @@ for a in "$@"; do
 done
 
 cargo build --release -p rewind-cli -p rewind-bench
+
+# The code measured, as the report names it: the commit, marked if tracked files differ from it.
+rev=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [[ $rev != unknown && -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+  rev="$rev (with uncommitted changes)"
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rewind-bench.XXXXXX")
 cleanup() {
@@ -54,5 +61,5 @@ if ((fresh)); then
 fi
 
 mkdir -p "$target/bench"
-"$bin/rewind-bench" run --shared "$SHARED" --work "$work" \
-  --out "$target/bench/foundation.md" "${args[@]}"
+"$bin/rewind-bench" run --work "$work" --code-rev "$rev" \
+  --out "$target/bench/foundation.md" "${args[@]}" 2> >(tee "$target/bench/foundation.log" >&2)
