@@ -12,7 +12,7 @@
 #   --kinds K,K       many-files trees to run: binary, text (default both)
 #   --dirs N          many-files tree size (default 500 dirs x 100 files)
 #   --reps N          repetitions of each many-files scenario (default 4; git first in even ones)
-#   --big-mib N       big-file scenario size, 0 skips (default 1024)
+#   --big-mib N       big-file scenario size, 0 skips (default 512)
 #   --big-reps N      repetitions of the big-file scenario (default 2)
 #   --huge-mib N      peak-memory scenario size, 0 skips (default 4096)
 #   --with-git-4g     also run git on the huge file (slow)

@@ -73,6 +73,8 @@ pub struct Report {
     pub pack_growth_big: u64,
     /// [git, rewind] apparent store bytes after capturing the huge file.
     pub size_huge: [u64; 2],
+    /// How long the whole run took, set at its end.
+    pub run_time: Duration,
 }
 
 const HEAD: &str = "| Step | git | Rewind | git ÷ Rewind | git peak RSS | Rewind peak RSS | git CPU | Rewind CPU |\n|---|---|---|---|---|---|---|---|";
@@ -164,14 +166,15 @@ impl Report {
         let _ = writeln!(
             s,
             "Code measured: `{}`. Machine: {}; nproc {}; {}; {}. Load average (1/5/15 min) at \
-             start {}, at end {}.\n",
+             start {}, at end {}. The run took {:.1} minutes.\n",
             self.code_rev,
             self.machine,
             nproc(),
             self.git_version,
             self.rewind_version,
             self.load_start,
-            loadavg()
+            loadavg(),
+            self.run_time.as_secs_f64() / 60.0
         );
         let env: Vec<String> = ISOLATION.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
@@ -200,7 +203,11 @@ impl Report {
             self.big(&mut s, o);
         }
         if o.huge_mib > 0 {
-            let _ = writeln!(s, "\n### One {} MiB file: first capture\n", o.huge_mib);
+            let _ = writeln!(
+                s,
+                "\n### One {} MiB file of random bytes (written by the bench): first capture\n",
+                o.huge_mib
+            );
             let _ = writeln!(s, "{HEAD}");
             self.row(
                 &mut s,
@@ -498,16 +505,23 @@ impl Report {
                 ));
             }
             if let Some(r) = w("turn-rewind", Tool::Rewind) {
-                for (key, name) in [("restore", "`restore`"), ("restore-fast", "`restore-fast`")] {
-                    if let Some(g) = w(key, Tool::Git) {
-                        let x = g.as_secs_f64() / r.as_secs_f64();
-                        v.push(format!(
-                            "{} ({sc}) rewinding a 20-file turn ≥ 20x faster than git's whole-tree {name}: {} vs {} = {x:.0}x",
-                            mark(x >= 20.0),
-                            secs(g),
-                            secs(r)
-                        ));
-                    }
+                if let Some(g) = w("restore", Tool::Git) {
+                    let x = g.as_secs_f64() / r.as_secs_f64();
+                    v.push(format!(
+                        "{} ({sc}) rewinding a 20-file turn ≥ 20x faster than git's whole-tree `restore` (OpenCode's): {} vs {} = {x:.0}x",
+                        mark(x >= 20.0),
+                        secs(g),
+                        secs(r)
+                    ));
+                }
+                // No target was set against the stat-aware restore: the ratio, for reference.
+                if let Some(g) = w("restore-fast", Tool::Git) {
+                    v.push(format!(
+                        "(reference, {sc}) rewinding a 20-file turn vs git's whole-tree `restore-fast`: {} vs {} = {}",
+                        secs(g),
+                        secs(r),
+                        ratio(g, r)
+                    ));
                 }
                 if let Some(g) = w("revert", Tool::Git) {
                     v.push(format!(
