@@ -57,7 +57,7 @@ pub struct Opts {
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Kind::Binary, Kind::Text])]
     pub kinds: Vec<Kind>,
     /// Directories of the many-files trees (mktree.py --dirs).
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 400)]
     pub dirs: u32,
     /// Files per directory (mktree.py --files-per-dir).
     #[arg(long, default_value_t = 100)]
@@ -67,7 +67,7 @@ pub struct Opts {
     #[arg(long, default_value_t = 4)]
     pub reps: u32,
     /// Size of the big file in MiB (0 skips the scenario).
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 256)]
     pub big_mib: u64,
     /// Repetitions of the big-file scenario (the first tool alternates as above).
     #[arg(long, default_value_t = 2)]
