@@ -271,6 +271,11 @@ fn unchanged(dirs: &HashMap<Vec<u8>, Vec<Found>>, old: &State) -> bool {
     })
 }
 
+/// `f` recorded as uncovered (its content not captured), and why.
+fn uncovered_file(f: &Found, reason: String) -> Found {
+    scan::uncovered(f.stat.name.clone(), f.stat.size, reason)
+}
+
 fn hash_one(
     root: &Path,
     dir: &[u8],
@@ -285,13 +290,7 @@ fn hash_one(
     if f.stat.kind == EntryKind::Symlink {
         let target = match read_link(root, &abs, &rel) {
             Ok(t) => t,
-            Err(e) => {
-                return Ok(scan::uncovered(
-                    f.stat.name.clone(),
-                    f.stat.size,
-                    format!("cannot read link: {e}"),
-                ))
-            }
+            Err(e) => return Ok(uncovered_file(f, format!("cannot read link: {e}"))),
         };
         let bytes = target.as_slice();
         out.stat.id = writer.put_blob(bytes)?;
@@ -300,9 +299,8 @@ fn hash_one(
         return Ok(out);
     }
     if f.stat.size > opts.max_file_size {
-        return Ok(scan::uncovered(
-            f.stat.name.clone(),
-            f.stat.size,
+        return Ok(uncovered_file(
+            f,
             format!(
                 "larger than capture.max_file_size ({} bytes)",
                 opts.max_file_size
@@ -311,9 +309,8 @@ fn hash_one(
     }
     if let Some(budget) = opts.time_budget {
         if start.elapsed() > budget {
-            return Ok(scan::uncovered(
-                f.stat.name.clone(),
-                f.stat.size,
+            return Ok(uncovered_file(
+                f,
                 format!(
                     "capture.time_budget ({}s) ran out before this file",
                     budget.as_secs()
@@ -323,22 +320,12 @@ fn hash_one(
     }
     let mut file = match open_for_capture(root, &abs, &rel) {
         Ok(file) => file,
-        Err(e) => {
-            return Ok(scan::uncovered(
-                f.stat.name.clone(),
-                f.stat.size,
-                format!("cannot open: {e}"),
-            ))
-        }
+        Err(e) => return Ok(uncovered_file(f, format!("cannot open: {e}"))),
     };
     let (id, size) = match writer.put_content(&mut file) {
         Ok(r) => r,
         Err(rewind_store::Error::Input(e)) => {
-            return Ok(scan::uncovered(
-                f.stat.name.clone(),
-                f.stat.size,
-                format!("cannot read: {e}"),
-            ))
+            return Ok(uncovered_file(f, format!("cannot read: {e}")))
         }
         Err(e) => return Err(e.into()),
     };

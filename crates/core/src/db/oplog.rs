@@ -287,20 +287,13 @@ pub fn latest_change(
     path: &[u8],
     after_pos: i64,
 ) -> Result<Option<ChangeRow>, Error> {
-    let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.path = ?1 AND c.pos > ?2 ORDER BY c.pos DESC LIMIT 1");
-    Ok(db
-        .prepare_cached(&sql)?
-        .query_row(params![path, after_pos], change_row)
-        .optional()?)
+    let newest = "c.path = ?1 AND c.pos > ?2 ORDER BY c.pos DESC LIMIT 1";
+    one_change(db, newest, params![path, after_pos])
 }
 
 /// The change epoch `epoch` has recorded for `path`, if any.
 pub fn epoch_change(db: &Connection, epoch: &str, path: &[u8]) -> Result<Option<ChangeRow>, Error> {
-    let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.epoch = ?1 AND c.path = ?2");
-    Ok(db
-        .prepare_cached(&sql)?
-        .query_row(params![epoch, path], change_row)
-        .optional()?)
+    one_change(db, "c.epoch = ?1 AND c.path = ?2", params![epoch, path])
 }
 
 /// The oldest change to `path` recorded after `after_pos` (pending ones included).
@@ -309,10 +302,21 @@ pub fn earliest_change(
     path: &[u8],
     after_pos: i64,
 ) -> Result<Option<ChangeRow>, Error> {
-    let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE c.path = ?1 AND c.pos > ?2 ORDER BY c.pos LIMIT 1");
+    let oldest = "c.path = ?1 AND c.pos > ?2 ORDER BY c.pos LIMIT 1";
+    one_change(db, oldest, params![path, after_pos])
+}
+
+/// The first change row matching `filter` (a `WHERE` clause on `changes c`, with its order),
+/// if any; the statement is prepared once per process.
+fn one_change(
+    db: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Option<ChangeRow>, Error> {
+    let sql = format!("SELECT {CHANGE_COLS} FROM changes c WHERE {filter}");
     Ok(db
         .prepare_cached(&sql)?
-        .query_row(params![path, after_pos], change_row)
+        .query_row(params, change_row)
         .optional()?)
 }
 

@@ -23,6 +23,20 @@ enum Src {
     /// The workspace as it is now (the store may not hold it: an edit made outside epochs).
     Disk,
 }
+/// The two sides of one path's diff: `a` (from the store) and `b` (from `b_src`).
+#[derive(Clone, Copy)]
+struct Sides<'p> {
+    path: &'p [u8],
+    a: Option<Entry>,
+    b: Option<Entry>,
+    b_src: Src,
+}
+
+impl<'p> Sides<'p> {
+    fn new(path: &'p [u8], a: Option<Entry>, b: Option<Entry>, b_src: Src) -> Sides<'p> {
+        Sides { path, a, b, b_src }
+    }
+}
 
 impl Diff {
     fn new(from: Point, to: Point, files: Vec<FileDiff>) -> Diff {
@@ -212,11 +226,11 @@ impl Workspace {
             match (a.filter(has_content), b.filter(has_content)) {
                 (Some(x), Some(y)) if x.kind != y.kind => {
                     // A symlink became a file or back: a deletion and a creation, like git.
-                    self.section(&mut f, path, Some(x), None, b_src)?;
-                    self.section(&mut f, path, None, Some(y), b_src)?;
+                    self.section(&mut f, Sides::new(path, Some(x), None, b_src))?;
+                    self.section(&mut f, Sides::new(path, None, Some(y), b_src))?;
                 }
                 (None, None) => {} // directories: named only
-                (x, y) => self.section(&mut f, path, x, y, b_src)?,
+                (x, y) => self.section(&mut f, Sides::new(path, x, y, b_src))?,
             }
         }
         f.patch = f.lines().iter().map(|(_, l)| format!("{l}\n")).collect();
@@ -224,14 +238,8 @@ impl Workspace {
     }
 
     /// One `diff --git` section: `a` → `b`, at least one present, both with content kinds.
-    fn section(
-        &self,
-        f: &mut FileDiff,
-        path: &[u8],
-        a: Option<Entry>,
-        b: Option<Entry>,
-        b_src: Src,
-    ) -> Result<(), Error> {
+    fn section(&self, f: &mut FileDiff, sides: Sides) -> Result<(), Error> {
+        let Sides { path, a, b, .. } = sides;
         let name = relpath::display(path);
         let mut s = Section::default();
         s.header.push(format!("diff --git a/{name} b/{name}"));
@@ -246,22 +254,15 @@ impl Workspace {
         }
         let mode_only = matches!((&a, &b), (Some(x), Some(y)) if x.id == y.id && x.size == y.size);
         if !mode_only {
-            self.content_diff(f, &mut s, path, a, b, b_src)?;
+            self.content_diff(f, &mut s, sides)?;
         }
         f.sections.push(s);
         Ok(())
     }
 
     /// The note or hunks of a section whose content differs.
-    fn content_diff(
-        &self,
-        f: &mut FileDiff,
-        s: &mut Section,
-        path: &[u8],
-        a: Option<Entry>,
-        b: Option<Entry>,
-        b_src: Src,
-    ) -> Result<(), Error> {
+    fn content_diff(&self, f: &mut FileDiff, s: &mut Section, sides: Sides) -> Result<(), Error> {
+        let Sides { path, a, b, b_src } = sides;
         let name = relpath::display(path);
         let old_name = a.map_or("/dev/null".to_string(), |_| format!("a/{name}"));
         let new_name = b.map_or("/dev/null".to_string(), |_| format!("b/{name}"));

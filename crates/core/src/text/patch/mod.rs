@@ -330,24 +330,21 @@ fn parse_git(
             )
         })
     };
-    fp.old_path = if created {
-        None
-    } else if let Some(f) = from {
-        Some(f)
-    } else if have_names {
-        old_name
-    } else {
-        Some(header_names()?)
+    // Each side: absent if the file is created (old) or deleted (new); else the rename or copy
+    // line's name, else the `---`/`+++` name, else the `diff --git` line's.
+    let side = |absent: bool, named: Option<Vec<u8>>, dashed: Option<Vec<u8>>| {
+        Ok(if absent {
+            None
+        } else if named.is_some() {
+            named
+        } else if have_names {
+            dashed
+        } else {
+            Some(header_names()?)
+        })
     };
-    fp.new_path = if deleted {
-        None
-    } else if let Some(t) = to {
-        Some(t)
-    } else if have_names {
-        new_name
-    } else {
-        Some(header_names()?)
-    };
+    fp.old_path = side(created, from, old_name)?;
+    fp.new_path = side(deleted, to, new_name)?;
     if fp.old_path.is_none() && fp.new_path.is_none() {
         return Err(perr(start, "a section with neither an old nor a new file"));
     }
