@@ -83,25 +83,25 @@ pub struct FileDiff {
     pub note: Option<String>,
     /// The git-style patch of this path ([`FileDiff::lines`], one per line).
     pub patch: String,
-    /// The structure `patch` is rendered from.
-    #[serde(skip)]
+    /// The structure `patch` is rendered from: what a front that draws its own diff reads.
     pub sections: Vec<Section>,
 }
 
 /// One `diff --git` block: its header lines, then a note (binary, too large, not captured) or
 /// the hunks.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Section {
     /// `diff --git a/P b/P`, mode lines, `--- a/P` and `+++ b/P`.
     pub header: Vec<String>,
     /// Why the section has no hunks (binary, too large, not captured), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The changed lines with 3 lines of context, in file order.
     pub hunks: Vec<Hunk>,
 }
 
 /// One hunk: its `@@ -a,b +c,d @@` header and its lines.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Hunk {
     /// `@@ -a,b +c,d @@`.
     pub header: String,
@@ -110,18 +110,20 @@ pub struct Hunk {
 }
 
 /// One line of a hunk (without its newline).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Line {
     /// [`Tag::Add`], [`Tag::Del`] or [`Tag::Context`].
     pub tag: Tag,
     /// The line's text, without the `+`, `-` or ` ` marker.
     pub text: String,
     /// The line is the last of its side and has no newline.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub no_newline: bool,
 }
 
 /// What a line of a rendered patch is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Tag {
     /// A header line (`diff --git`, mode lines, `---`, `+++`).
     Meta,
