@@ -11,7 +11,7 @@
 //! | module      | what it is                                                              |
 //! |-------------|-------------------------------------------------------------------------|
 //! | `base`      | clock, random ids, failpoints, tracing, JSON helpers                    |
-//! | `model`     | the data model: entries, changes, op-log rows, guard refusals           |
+//! | `model`     | the data model: entries, changes, op-log rows, guard refusals, remedies |
 //! | `error`     | the engine's error                                                      |
 //! | `text`      | edits and patches on bytes                                              |
 //! | `config`    | the workspace's configuration file                                      |
