@@ -114,13 +114,6 @@ impl Error {
         }
     }
 
-    /// The error itself, without the remedy attached to it.
-    pub fn without_remedy(&self) -> &Error {
-        match self {
-            Error::Remedied { error, .. } => error.without_remedy(),
-            e => e,
-        }
-    }
     /// An I/O error on `path`, for `map_err`: `.map_err(Error::io("reading", &path))`.
     pub(crate) fn io<'a>(
         op: &'static str,

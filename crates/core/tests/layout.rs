@@ -109,7 +109,7 @@ fn strip_comments(text: &str) -> String {
 }
 
 /// The paths of a `use` tree starting right after `crate::` (or `super::`): `a::b`,
-/// `{a, b::{c, d}}`. Returns each path's segments and how many bytes were consumed.
+/// `{a, b::{c, d}}`, each as its segments.
 fn use_paths(s: &str) -> Vec<Vec<String>> {
     fn ident(s: &str) -> (&str, &str) {
         let end = s
@@ -198,12 +198,11 @@ impl Crate {
     }
 
     /// The module a path written in `from` refers to (`crate::a::b`, `super::c`).
-    fn resolve(&self, from: &ModPath, is_mod_rs: bool, base: &str, path: &[String]) -> ModPath {
+    fn resolve(&self, from: &ModPath, base: &str, path: &[String]) -> ModPath {
         let mut abs: Vec<String> = match base {
             "crate" => Vec::new(),
             _ => {
                 // In `a/b.rs` (module a::b), `super` is `a`; in `a/b/mod.rs` (also a::b) too.
-                let _ = is_mod_rs;
                 let mut m = from.clone();
                 m.pop();
                 m
@@ -230,7 +229,6 @@ impl Crate {
     fn references(&self) -> Vec<(ModPath, ModPath, String)> {
         let mut out = Vec::new();
         for src in &self.sources {
-            let is_mod_rs = src.file.ends_with("mod.rs");
             for base in ["crate::", "super::"] {
                 for (i, _) in src.code.match_indices(base) {
                     // Not part of a longer name (`foo_crate::`).
@@ -241,7 +239,7 @@ impl Crate {
                     let line = src.code[..i].matches('\n').count() + 1;
                     let kind = base.trim_end_matches("::");
                     for path in use_paths(&src.code[i + base.len()..]) {
-                        let to = self.resolve(&src.module, is_mod_rs, kind, &path);
+                        let to = self.resolve(&src.module, kind, &path);
                         let at = format!("{}:{line}", src.file.display());
                         out.push((src.module.clone(), to, at));
                     }

@@ -76,7 +76,8 @@ pub(crate) fn merge_sorted<'a, A, B, K: Ord>(
                 std::cmp::Ordering::Greater => (None, Some(y)),
                 std::cmp::Ordering::Equal => (Some(x), Some(y)),
             },
-            (x, y) => (x, y.filter(|_| x.is_none())),
+            (Some(x), None) => (Some(x), None),
+            (None, Some(y)) => (None, Some(y)),
         };
         i += usize::from(pair.0.is_some());
         j += usize::from(pair.1.is_some());

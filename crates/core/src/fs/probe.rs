@@ -8,7 +8,6 @@ use rewind_store::{EntryKind, ObjectId, Store, Writer};
 
 use crate::fs::relpath;
 use crate::fs::root::{Present, RootDir};
-pub(crate) use crate::model::entry::same;
 use crate::model::entry::Entry;
 use crate::Error;
 

@@ -249,42 +249,41 @@ fn tool_err(rel: &[u8], message: impl Into<String>) -> Error {
     }
 }
 
-fn io_err<'a>(op: &'static str, rel: &'a [u8]) -> impl FnOnce(std::io::Error) -> Error + 'a {
-    Error::io_rel(op, rel)
-}
-
 fn content_id(bytes: &[u8]) -> Result<ObjectId, Error> {
     Ok(rewind_store::content_id(&mut &bytes[..])?.0)
 }
 
 fn disk_state(root: &RootDir, rel: &[u8], load: bool) -> Result<Disk, Error> {
-    Ok(match root.lstat(rel).map_err(io_err("inspecting", rel))? {
-        Present::Absent => Disk::Absent,
-        Present::Dir { .. } => Disk::NotFile("a directory"),
-        Present::Symlink => Disk::NotFile("a symlink"),
-        Present::Other => Disk::NotFile("not a regular file"),
-        Present::File { mode } => {
-            let mut f = root.open_read(rel).map_err(io_err("opening", rel))?;
-            if load {
-                let mut buf = Vec::new();
-                f.read_to_end(&mut buf).map_err(io_err("reading", rel))?;
-                Disk::File {
-                    mode,
-                    size: buf.len() as u64,
-                    id: content_id(&buf)?,
-                    content: Some(buf),
-                }
-            } else {
-                let (id, size) = rewind_store::content_id(&mut f)?;
-                Disk::File {
-                    mode,
-                    size,
-                    id,
-                    content: None,
+    Ok(
+        match root.lstat(rel).map_err(Error::io_rel("inspecting", rel))? {
+            Present::Absent => Disk::Absent,
+            Present::Dir { .. } => Disk::NotFile("a directory"),
+            Present::Symlink => Disk::NotFile("a symlink"),
+            Present::Other => Disk::NotFile("not a regular file"),
+            Present::File { mode } => {
+                let mut f = root.open_read(rel).map_err(Error::io_rel("opening", rel))?;
+                if load {
+                    let mut buf = Vec::new();
+                    f.read_to_end(&mut buf)
+                        .map_err(Error::io_rel("reading", rel))?;
+                    Disk::File {
+                        mode,
+                        size: buf.len() as u64,
+                        id: content_id(&buf)?,
+                        content: Some(buf),
+                    }
+                } else {
+                    let (id, size) = rewind_store::content_id(&mut f)?;
+                    Disk::File {
+                        mode,
+                        size,
+                        id,
+                        content: None,
+                    }
                 }
             }
-        }
-    })
+        },
+    )
 }
 
 /// The process umask (read from /proc, which does not change it), default 022.

@@ -54,7 +54,7 @@ impl Plan {
                 if mkdirs.iter().any(|m| m == a) {
                     continue;
                 }
-                match root.lstat(a).map_err(io_err("inspecting", a))? {
+                match root.lstat(a).map_err(Error::io_rel("inspecting", a))? {
                     Present::Dir { .. } => {}
                     Present::Absent => mkdirs.push(a.to_vec()),
                     Present::File { .. } if removed.contains(a) => mkdirs.push(a.to_vec()),
@@ -127,7 +127,7 @@ pub(super) fn apply_plan(
         if op.after.is_none() {
             crate::base::failpoint::hit("guard-before-remove");
             root.remove_file(&op.path)
-                .map_err(io_err("removing", &op.path))?;
+                .map_err(Error::io_rel("removing", &op.path))?;
             done.push(Done::Removed(i));
             // Counted (`guard-after-file:N`): a multi-file write stopped after its N-th file.
             crate::base::failpoint::hit("guard-after-file");
@@ -139,10 +139,10 @@ pub(super) fn apply_plan(
         0o777 & !umask()
     };
     for d in &plan.mkdirs {
-        root.make_dir(d).map_err(io_err("creating", d))?;
+        root.make_dir(d).map_err(Error::io_rel("creating", d))?;
         done.push(Done::MadeDir(d.clone()));
         root.chmod_dir(d, dir_mode)
-            .map_err(io_err("setting the mode of", d))?;
+            .map_err(Error::io_rel("setting the mode of", d))?;
     }
     let mut metas = BTreeMap::new();
     for (i, op) in plan.ops.iter().enumerate() {
@@ -152,7 +152,7 @@ pub(super) fn apply_plan(
                 .write_file_staged(&op.path, staged.remove(&i), *mode, DURABLE, &mut |f| {
                     std::io::Write::write_all(f, content)
                 })
-                .map_err(io_err("writing", &op.path))?;
+                .map_err(Error::io_rel("writing", &op.path))?;
             done.push(Done::Wrote(i));
             metas.insert(i, meta);
             crate::base::failpoint::hit("guard-after-file");
@@ -163,7 +163,7 @@ pub(super) fn apply_plan(
             Ok(Present::Dir { mode }) => mode,
             _ => continue,
         };
-        if root.remove_dir(d).map_err(io_err("removing", d))? {
+        if root.remove_dir(d).map_err(Error::io_rel("removing", d))? {
             done.push(Done::RemovedDir(d.clone(), mode));
         }
     }

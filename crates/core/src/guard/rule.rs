@@ -55,7 +55,7 @@ impl Workspace {
     ) -> Result<ReadResult, Error> {
         relpath::check(rel)?;
         let root = self.rootdir()?;
-        match root.lstat(rel).map_err(io_err("inspecting", rel))? {
+        match root.lstat(rel).map_err(Error::io_rel("inspecting", rel))? {
             Present::File { .. } => {}
             Present::Absent => return Err(tool_err(rel, "no such file")),
             Present::Dir { .. } => return Err(tool_err(rel, "is a directory")),
@@ -65,11 +65,11 @@ impl Workspace {
             )),
             Present::Other => return Err(tool_err(rel, "is not a regular file")),
         }
-        let mut f = root.open_read(rel).map_err(io_err("opening", rel))?;
-        let meta = f.metadata().map_err(io_err("inspecting", rel))?;
+        let mut f = root.open_read(rel).map_err(Error::io_rel("opening", rel))?;
+        let meta = f.metadata().map_err(Error::io_rel("inspecting", rel))?;
         let mut content = Vec::with_capacity(meta.len() as usize);
         f.read_to_end(&mut content)
-            .map_err(io_err("reading", rel))?;
+            .map_err(Error::io_rel("reading", rel))?;
         let lines = count_lines(&content);
         let fp = Fingerprint {
             path: rel.to_vec(),

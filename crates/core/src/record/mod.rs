@@ -20,9 +20,8 @@ use crate::capture::Capture;
 use crate::db::oplog::{self, EpochRow};
 use crate::model::entry::{Change, Entry};
 
-pub(crate) use crate::fs::probe::{
-    disk_entry, existed_before, same, subtree, tree_lookup, uncaptured_like,
-};
+use crate::fs::probe::{disk_entry, existed_before, subtree, tree_lookup, uncaptured_like};
+use crate::model::entry::same;
 
 /// What to open.
 #[derive(Clone, Debug, Default)]
