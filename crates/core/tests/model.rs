@@ -283,6 +283,17 @@ impl Model {
     }
 }
 
+/// The opaque epoch a shell command of step `step` opens (owned by this process).
+fn shell_epoch(step: usize) -> EpochSpec {
+    EpochSpec {
+        tool: Some("bash".into()),
+        tool_call: Some(format!("call-{step}")),
+        paths: Vec::new(),
+        process_owned: true,
+        note: None,
+    }
+}
+
 fn is_uncaptured(p: &[u8]) -> bool {
     UNCAPTURED.iter().any(|(name, _)| name.as_bytes() == p)
 }
@@ -484,14 +495,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 });
             }
             Op::Opaque { s, writes } => {
-                let spec = EpochSpec {
-                    tool: Some("bash".into()),
-                    tool_call: Some(format!("call-{step}")),
-                    paths: Vec::new(),
-                    process_owned: true,
-                    note: None,
-                };
-                let row = ws.begin_epoch(SESSIONS[*s], &spec).unwrap();
+                let row = ws.begin_epoch(SESSIONS[*s], &shell_epoch(step)).unwrap();
                 let pre = m.files;
                 for (i, w) in writes.iter().enumerate() {
                     if let Some(v) = w {
@@ -536,14 +540,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 match within {
                     None => write_rules(&root, env.home.path(), *ignore_u, *cap_big),
                     Some(s) => {
-                        let spec = EpochSpec {
-                            tool: Some("bash".into()),
-                            tool_call: Some(format!("call-{step}")),
-                            paths: Vec::new(),
-                            process_owned: true,
-                            note: None,
-                        };
-                        let row = ws.begin_epoch(SESSIONS[*s], &spec).unwrap();
+                        let row = ws.begin_epoch(SESSIONS[*s], &shell_epoch(step)).unwrap();
                         write_rules(&root, env.home.path(), *ignore_u, *cap_big);
                         let settled = ws.end_epoch(SESSIONS[*s], Some(&row.id), false).unwrap();
                         prop_assert_eq!(model_changes(&settled.changes).count(), 0, "{}", ctx);
