@@ -262,6 +262,56 @@ fn a_failure_part_way_rolls_back_what_was_applied() {
     assert!(!root.join("m").exists() && !root.join("y.txt").exists());
 }
 
+/// A guarded write goes through the same engine: a patch that adds `n/c.txt`, then changes
+/// `a.txt`, then fails on `ro/b.txt` (a read-only mount: EROFS) puts back what it did, each
+/// path as its epoch's preimage has it (`a.txt`'s old content, no `n/`), and exits 1 naming
+/// the path; nothing is left open.
+#[test]
+fn a_guarded_patch_failing_part_way_puts_back_what_it_wrote() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a\n");
+    std::fs::create_dir(root.join("ro")).unwrap();
+    init(&env);
+    let patch = "diff --git a/n/c.txt b/n/c.txt\nnew file mode 100644\n--- /dev/null\n+++ b/n/c.txt\n@@ -0,0 +1 @@\n+c\n\
+diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+A\n\
+diff --git a/ro/b.txt b/ro/b.txt\n--- a/ro/b.txt\n+++ b/ro/b.txt\n@@ -1 +1 @@\n-b\n+B\n";
+    std::fs::write(env.home.path().join("p.diff"), patch).unwrap();
+    let o = in_mount_ns(
+        &env,
+        &format!(
+            r#"mount -t tmpfs -o mode=755 none "$WS/ro"
+            echo b > "$WS/ro/b.txt"
+            mount -o remount,ro "$WS/ro"
+            "$REWIND" -C "$WS" -s A read a.txt ro/b.txt > /dev/null
+            {CONTENT} > "$WS.before"
+            set +e; "$REWIND" -C "$WS" -s A apply-patch < "$REWIND_HOME/p.diff"; echo "code=$?"; set -e
+            {CONTENT} > "$WS.after"
+            cmp "$WS.before" "$WS.after" && echo same
+            cat "$WS/a.txt" "$WS/ro/b.txt"
+            "#
+        ),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(out.contains("code=1"), "{}", text(&o));
+    assert!(
+        err.contains("ro/b.txt") && err.contains("Read-only"),
+        "{err}"
+    );
+    assert!(out.contains("same"), "put back: {}", text(&o));
+    assert!(out.contains("a\nb\n"), "{}", text(&o));
+    assert_eq!(read_str(root, "a.txt"), "a\n");
+    assert!(!root.join("n").exists());
+    let status = status_json(&env);
+    assert_eq!(
+        status["open_epochs"].as_array().map_or(0, Vec::len),
+        0,
+        "{status}"
+    );
+    fsck_clean(&env);
+}
+
 /// As above, killed (SIGKILL at a failpoint) after the rollback put back its first step: the
 /// next command finishes the rollback (never the restore), and the tree is as before.
 #[test]

@@ -608,8 +608,8 @@ diff --git a/c.txt b/c.txt\n--- a/c.txt\n+++ b/c.txt\n@@ -1 +1 @@\n-c\n+C\n";
 fn sigkill_inside_apply_patch_is_recorded_as_far_as_it_went() {
     for (point, done) in [
         ("guard-before-remove", &[][..]),
-        ("guard-after-file:1", &["b.txt"][..]),
-        ("guard-after-file:2", &["a.txt", "b.txt"][..]),
+        ("guard-after-step:1", &["b.txt"][..]),
+        ("guard-after-step:2", &["a.txt", "b.txt"][..]),
     ] {
         let env = Env::new();
         let root = env.root();

@@ -18,7 +18,7 @@
 //! | `fs`        | relative paths, root-confined file operations, what a path holds        |
 //! | `db`        | every table and query: migrations, op log, journal, snapshots, guard    |
 //! | `capture`   | walking, the stat cache, hashing and storing a whole tree               |
-//! | `restore`   | a plan from one tree to another, and applying it on disk                |
+//! | `restore`   | the one engine that changes files: plan steps, apply them, invert them  |
 //! | `workspace` | open, registration, the lock, status and fsck                           |
 //! | `record`    | epochs and checkpoints, attributed to the session that made them        |
 //! | `rewind`    | restores of the op log: targets, journal, rollback, recovery            |

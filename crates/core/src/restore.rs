@@ -1,18 +1,22 @@
-//! Whole-tree restore: plan the per-path steps that turn the current tree into a target tree,
-//! then apply them through [`RootDir`] so nothing outside the root is ever written.
+//! The one engine that changes the workspace's files: a plan of per-path steps, applied
+//! through [`RootDir`] so nothing outside the root is ever written. Restores and undo plan the
+//! steps that turn the current tree into a target tree ([`plan`]); a guarded write plans its
+//! own few steps and gives their new content in memory ([`ApplyOptions::given`]); both apply
+//! with [`apply`], and both roll back by applying the inverse steps.
 //!
 //! Only paths that differ are written (no mtime churn elsewhere). Steps come in an order that
 //! is safe to apply one by one: a subtree is emptied before its directory goes, a directory
 //! exists before anything is written into it, and directory modes are set last (deepest first)
 //! so a read-only target directory does not block writing its children.
 
+use std::collections::BTreeMap;
 use std::io;
 
 use rewind_store::{EntryKind, ObjectId, Store, Tree, TreeEntry};
 use serde::Serialize;
 
 use crate::fs::relpath;
-use crate::fs::root::{Present, RootDir};
+use crate::fs::root::{Present, RootDir, StagedFile};
 use crate::model::entry::{Change, Entry, EntryView};
 use crate::Error;
 
@@ -182,12 +186,90 @@ pub struct Applied {
     pub removed: u64,
     /// Directories that should have gone but still hold files Rewind does not track.
     pub kept: Vec<Skipped>,
+    /// The metadata of each file written, as the write left it (a guarded write records the
+    /// session's fingerprint from it).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub files: BTreeMap<Vec<u8>, std::fs::Metadata>,
+}
+
+/// The failpoints an [`apply`] passes, named by its caller (see `docs/format.md`).
+#[derive(Clone, Copy, Debug)]
+pub struct StepFailpoints {
+    /// Before each step that removes a path.
+    pub before_remove: Option<&'static str>,
+    /// Before each step that writes a file.
+    pub before_write: Option<&'static str>,
+    /// After each step, counted.
+    pub after_step: &'static str,
+}
+
+impl StepFailpoints {
+    /// A restore's, undo's and their rollbacks'.
+    pub const RESTORE: StepFailpoints = StepFailpoints {
+        before_remove: None,
+        before_write: None,
+        after_step: "restore-after-step",
+    };
 }
 
 /// How [`apply`] writes.
-pub struct ApplyOptions {
+pub struct ApplyOptions<'a> {
     /// fsync every written file before renaming it into place.
     pub durable: bool,
+    /// File content given in memory, by content id (a guarded write's new content, not in the
+    /// store); any other file's content is read from the store.
+    pub given: BTreeMap<ObjectId, &'a [u8]>,
+    /// Files already written and fsynced under no name, by path (see
+    /// [`RootDir::stage_file`]); each is linked into place instead of writing its path's
+    /// content again. The caller guarantees a staged file holds the step's content and mode.
+    pub staged: BTreeMap<Vec<u8>, StagedFile>,
+    /// The failpoints to pass.
+    pub failpoints: StepFailpoints,
+}
+
+impl ApplyOptions<'_> {
+    /// Content from the store, written durably: a restore's.
+    pub fn from_store() -> ApplyOptions<'static> {
+        ApplyOptions {
+            durable: true,
+            given: BTreeMap::new(),
+            staged: BTreeMap::new(),
+            failpoints: StepFailpoints::RESTORE,
+        }
+    }
+}
+
+/// An [`apply`] that stopped at an error: the error, and how many steps were done before the
+/// one that failed. The failed step did nothing when it writes, removes or makes one path (each
+/// of those is one atomic call); one that replaces a directory or a file by the other may be
+/// half done.
+#[derive(Debug)]
+pub struct Interrupted {
+    /// What failed.
+    pub cause: Error,
+    /// Steps applied in full before it.
+    pub steps_done: usize,
+}
+
+impl From<Interrupted> for Error {
+    fn from(i: Interrupted) -> Error {
+        i.cause
+    }
+}
+
+/// The steps that undo the first `n` of `steps`: each path made to be what it was, in reverse
+/// order.
+pub fn inverse(steps: &[Change], n: usize) -> Vec<Change> {
+    steps[..n]
+        .iter()
+        .rev()
+        .map(|s| Change {
+            path: s.path.clone(),
+            before: s.after,
+            after: s.before,
+        })
+        .collect()
 }
 
 /// Applies the plan's steps in order. Each step is idempotent ("make this path be that"), so a
@@ -196,94 +278,126 @@ pub fn apply(
     root: &RootDir,
     store: &Store,
     plan: &RestorePlan,
-    opts: &ApplyOptions,
-) -> Result<Applied, Error> {
+    mut opts: ApplyOptions<'_>,
+) -> Result<Applied, Interrupted> {
     let mut done = Applied::default();
     let mut dir_modes: Vec<(&[u8], u32)> = Vec::new();
-    for step in &plan.steps {
-        let path = step.path.as_slice();
-        let now = root
-            .lstat(path)
-            .map_err(Error::io_rel("inspecting", path))?;
-        match step.after {
-            None => {
-                match now {
-                    Present::Absent => {}
-                    Present::Dir { .. } => {
-                        if !root
-                            .remove_dir(path)
-                            .map_err(Error::io_rel("removing directory", path))?
-                        {
-                            done.kept.push(Skipped {
-                                path: path.to_vec(),
-                                reason: "directory kept: it holds files Rewind does not track (ignored or new)".into(),
-                            });
-                            continue;
-                        }
-                    }
-                    _ => root
-                        .remove_file(path)
-                        .map_err(Error::io_rel("removing", path))?,
-                }
-                done.removed += 1;
+    for (i, step) in plan.steps.iter().enumerate() {
+        apply_step(root, store, step, &mut opts, &mut done, &mut dir_modes).map_err(|cause| {
+            Interrupted {
+                cause,
+                steps_done: i,
             }
-            Some(t) => {
-                if t.kind != EntryKind::Dir {
-                    if let Present::Dir { .. } = now {
-                        if !root
-                            .remove_dir(path)
-                            .map_err(Error::io_rel("removing directory", path))?
-                        {
-                            return Err(Error::io_rel("replacing directory", path)(io::Error::other(
-                                "it still holds files Rewind does not track; move them away and retry",
-                            )));
-                        }
-                    }
-                }
-                match t.kind {
-                    EntryKind::Dir => {
-                        if !matches!(now, Present::Dir { .. } | Present::Absent) {
-                            root.remove_file(path)
-                                .map_err(Error::io_rel("removing", path))?;
-                        }
-                        root.make_dir(path)
-                            .map_err(Error::io_rel("creating directory", path))?;
-                        dir_modes.push((path, t.mode));
-                    }
-                    EntryKind::File => {
-                        let mut fill = |f: &mut std::fs::File| {
-                            let mut out = SparseWriter::new(f);
-                            store
-                                .read_content(&t.id, &mut out)
-                                .map_err(io::Error::other)?;
-                            out.finish()
-                        };
-                        root.write_file(path, t.mode, opts.durable, &mut fill)
-                            .map_err(|e| unwrap_store(e, path))?;
-                    }
-                    EntryKind::Symlink => {
-                        let text = store.read_blob(&t.id)?;
-                        root.write_symlink(path, &text)
-                            .map_err(Error::io_rel("creating symlink", path))?;
-                    }
-                    EntryKind::Uncovered => continue,
-                }
-                done.written += 1;
-            }
-        }
-        // Counted (`restore-after-step:N`): a restore stopped after its N-th change on disk.
-        crate::base::failpoint::hit("restore-after-step");
+        })?;
+        // Counted (`restore-after-step:N`, `guard-after-step:N`): stopped after its N-th step.
+        crate::base::failpoint::hit(opts.failpoints.after_step);
     }
     // Deepest first, so a read-only directory is sealed after everything inside it.
     dir_modes.sort_by_key(|(p, _)| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));
     for (path, mode) in dir_modes {
-        root.chmod_dir(path, mode).map_err(|e| Error::Io {
-            op: "setting mode of",
-            path: relpath::display(path).into(),
-            source: e,
-        })?;
+        root.chmod_dir(path, mode)
+            .map_err(Error::io_rel("setting mode of", path))
+            .map_err(|cause| Interrupted {
+                cause,
+                steps_done: plan.steps.len(),
+            })?;
     }
     Ok(done)
+}
+
+fn apply_step<'p>(
+    root: &RootDir,
+    store: &Store,
+    step: &'p Change,
+    opts: &mut ApplyOptions<'_>,
+    done: &mut Applied,
+    dir_modes: &mut Vec<(&'p [u8], u32)>,
+) -> Result<(), Error> {
+    let path = step.path.as_slice();
+    let now = root
+        .lstat(path)
+        .map_err(Error::io_rel("inspecting", path))?;
+    let Some(t) = step.after else {
+        if let Some(fp) = opts.failpoints.before_remove {
+            crate::base::failpoint::hit(fp);
+        }
+        match now {
+            Present::Absent => {}
+            Present::Dir { .. } => {
+                if !root
+                    .remove_dir(path)
+                    .map_err(Error::io_rel("removing directory", path))?
+                {
+                    done.kept.push(Skipped {
+                        path: path.to_vec(),
+                        reason:
+                            "directory kept: it holds files Rewind does not track (ignored or new)"
+                                .into(),
+                    });
+                    return Ok(());
+                }
+            }
+            _ => root
+                .remove_file(path)
+                .map_err(Error::io_rel("removing", path))?,
+        }
+        done.removed += 1;
+        return Ok(());
+    };
+    if t.kind != EntryKind::Dir {
+        if let Present::Dir { .. } = now {
+            if !root
+                .remove_dir(path)
+                .map_err(Error::io_rel("removing directory", path))?
+            {
+                return Err(Error::io_rel("replacing directory", path)(
+                    io::Error::other(
+                        "it still holds files Rewind does not track; move them away and retry",
+                    ),
+                ));
+            }
+        }
+    }
+    match t.kind {
+        EntryKind::Dir => {
+            if !matches!(now, Present::Dir { .. } | Present::Absent) {
+                root.remove_file(path)
+                    .map_err(Error::io_rel("removing", path))?;
+            }
+            root.make_dir(path)
+                .map_err(Error::io_rel("creating directory", path))?;
+            dir_modes.push((path, t.mode));
+        }
+        EntryKind::File => {
+            if let Some(fp) = opts.failpoints.before_write {
+                crate::base::failpoint::hit(fp);
+            }
+            let given = opts.given.get(&t.id).copied();
+            let mut fill = |f: &mut std::fs::File| match given {
+                Some(bytes) => io::Write::write_all(f, bytes),
+                None => {
+                    let mut out = SparseWriter::new(f);
+                    store
+                        .read_content(&t.id, &mut out)
+                        .map_err(io::Error::other)?;
+                    out.finish()
+                }
+            };
+            let staged = opts.staged.remove(path);
+            let meta = root
+                .write_file_staged(path, staged, t.mode, opts.durable, &mut fill)
+                .map_err(|e| unwrap_store(e, path))?;
+            done.files.insert(path.to_vec(), meta);
+        }
+        EntryKind::Symlink => {
+            let text = store.read_blob(&t.id)?;
+            root.write_symlink(path, &text)
+                .map_err(Error::io_rel("creating symlink", path))?;
+        }
+        EntryKind::Uncovered => return Ok(()),
+    }
+    done.written += 1;
+    Ok(())
 }
 
 /// Writes file content leaving every all-zero, block-aligned 4 KiB run as a hole (a seek

@@ -1,10 +1,14 @@
-//! The guard's plan of one write: what each path holds now, the operations that turn it into
-//! what the tool asked for, applying them (temp + rename, parents created) and rolling back.
+//! The guard's plan of one write: what each path holds now and the operations that turn it
+//! into what the tool asked for, as the restore engine's steps (see [`crate::restore`]), which
+//! apply them (temp + rename, parents created) and roll them back.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rewind_store::{EntryKind, ObjectId};
+
 use crate::fs::relpath;
 use crate::fs::root::{Present, RootDir, StagedFile};
+use crate::model::entry::{Change, Entry};
 use crate::Error;
 
 use super::*;
@@ -105,129 +109,89 @@ impl Plan {
         all.extend(self.rmdirs.iter().cloned());
         all.into_iter().collect()
     }
-}
 
-/// What was done, for rolling back after an I/O error part-way.
-pub(super) enum Done {
-    Wrote(usize),
-    Removed(usize),
-    MadeDir(Vec<u8>),
-    RemovedDir(Vec<u8>, u32),
-}
-
-/// Applies the plan: removals, new directories, writes, then directories left empty. Returns
-/// the metadata of each written file (by op index).
-pub(super) fn apply_plan(
-    root: &RootDir,
-    plan: &Plan,
-    staged: &mut BTreeMap<usize, StagedFile>,
-    done: &mut Vec<Done>,
-) -> Result<BTreeMap<usize, std::fs::Metadata>, Error> {
-    for (i, op) in plan.ops.iter().enumerate() {
-        if op.after.is_none() {
-            crate::base::failpoint::hit("guard-before-remove");
-            root.remove_file(&op.path)
-                .map_err(Error::io_rel("removing", &op.path))?;
-            done.push(Done::Removed(i));
-            // Counted (`guard-after-file:N`): a multi-file write stopped after its N-th file.
-            crate::base::failpoint::hit("guard-after-file");
-        }
-    }
-    let dir_mode = if plan.mkdirs.is_empty() {
-        0
-    } else {
-        0o777 & !umask()
-    };
-    for d in &plan.mkdirs {
-        root.make_dir(d).map_err(Error::io_rel("creating", d))?;
-        done.push(Done::MadeDir(d.clone()));
-        root.chmod_dir(d, dir_mode)
-            .map_err(Error::io_rel("setting the mode of", d))?;
-    }
-    let mut metas = BTreeMap::new();
-    for (i, op) in plan.ops.iter().enumerate() {
-        if let Some((mode, content)) = &op.after {
-            crate::base::failpoint::hit("guard-before-write");
-            let meta = root
-                .write_file_staged(&op.path, staged.remove(&i), *mode, DURABLE, &mut |f| {
-                    std::io::Write::write_all(f, content)
-                })
-                .map_err(Error::io_rel("writing", &op.path))?;
-            done.push(Done::Wrote(i));
-            metas.insert(i, meta);
-            crate::base::failpoint::hit("guard-after-file");
-        }
-    }
-    for d in &plan.rmdirs {
-        let mode = match root.lstat(d) {
-            Ok(Present::Dir { mode }) => mode,
-            _ => continue,
+    /// The plan as the restore engine's steps, in the order they are applied: removals, new
+    /// directories (parents first), writes, then directories that may end up empty (deepest
+    /// first; one that still holds something is kept).
+    pub(super) fn steps(&self) -> Vec<Change> {
+        let dir = |mode| Entry {
+            kind: EntryKind::Dir,
+            mode,
+            size: 0,
+            id: ObjectId::ZERO,
         };
-        if root.remove_dir(d).map_err(Error::io_rel("removing", d))? {
-            done.push(Done::RemovedDir(d.clone(), mode));
+        let change = |path: &[u8], before, after| Change {
+            path: path.to_vec(),
+            before,
+            after,
+        };
+        let new_dir_mode = 0o777 & !umask();
+        let mut steps = Vec::new();
+        for op in self.ops.iter().filter(|o| o.after.is_none()) {
+            steps.push(change(&op.path, op.before.entry(), None));
         }
+        for d in &self.mkdirs {
+            steps.push(change(d, None, Some(dir(new_dir_mode))));
+        }
+        for op in &self.ops {
+            if let Some((mode, content)) = &op.after {
+                let after = Entry {
+                    kind: EntryKind::File,
+                    mode: *mode,
+                    size: content.len() as u64,
+                    id: content_id(content).expect("hashing bytes in memory"),
+                };
+                steps.push(change(&op.path, op.before.entry(), Some(after)));
+            }
+        }
+        for d in &self.rmdirs {
+            steps.push(change(d, Some(dir(0)), None));
+        }
+        steps
     }
-    Ok(metas)
+
+    /// The new contents, by content id, for [`crate::restore::ApplyOptions::given`].
+    pub(super) fn given(&self) -> BTreeMap<ObjectId, &[u8]> {
+        self.ops
+            .iter()
+            .filter_map(|o| o.after.as_ref())
+            .map(|(_, c)| {
+                (
+                    content_id(c).expect("hashing bytes in memory"),
+                    c.as_slice(),
+                )
+            })
+            .collect()
+    }
 }
 
 /// The plan's new file contents, staged (see [`RootDir::stage_file`]) where the file system
-/// allows it, by op index; `early`'s staged file is used for its path if it holds that content
+/// allows it, by path; `early`'s staged file is used for its path if it holds that content
 /// with that mode. Best effort: what is not staged here is written in full later, and that
 /// write reports any error.
 pub(super) fn stage(
     root: &RootDir,
     plan: &Plan,
     mut early: Option<StagedWrite>,
-) -> BTreeMap<usize, StagedFile> {
+) -> BTreeMap<Vec<u8>, StagedFile> {
     let mut out = BTreeMap::new();
     if !DURABLE {
         return out;
     }
-    for (i, op) in plan.ops.iter().enumerate() {
+    for op in &plan.ops {
         if let Some((mode, content)) = &op.after {
             let ready = early
                 .take_if(|e| e.rel == op.path)
                 .and_then(|e| e.finish(*mode, content));
             if let Some(s) = ready {
-                out.insert(i, s);
+                out.insert(op.path.clone(), s);
                 continue;
             }
             let fill = &mut |f: &mut std::fs::File| std::io::Write::write_all(f, content);
             if let Ok(Some(s)) = root.stage_file(&op.path, *mode, fill) {
-                out.insert(i, s);
+                out.insert(op.path.clone(), s);
             }
         }
     }
     out
-}
-
-/// Best-effort undo of a partly applied plan (after an I/O error); what cannot be put back is
-/// still recorded by the epoch, which is then aborted.
-pub(super) fn roll_back(root: &RootDir, plan: &Plan, done: Vec<Done>) {
-    let put_back = |op: &Op| match &op.before {
-        Disk::File {
-            mode,
-            content: Some(c),
-            ..
-        } => {
-            let _ = root.write_file(&op.path, *mode, DURABLE, &mut |f| {
-                std::io::Write::write_all(f, c)
-            });
-        }
-        Disk::Absent => {
-            let _ = root.remove_file(&op.path);
-        }
-        _ => {}
-    };
-    for d in done.into_iter().rev() {
-        match d {
-            Done::Wrote(i) | Done::Removed(i) => put_back(&plan.ops[i]),
-            Done::MadeDir(p) => {
-                let _ = root.remove_dir(&p);
-            }
-            Done::RemovedDir(p, mode) => {
-                let _ = root.make_dir(&p).and_then(|_| root.chmod_dir(&p, mode));
-            }
-        }
-    }
 }

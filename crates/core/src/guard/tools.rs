@@ -13,12 +13,20 @@ use crate::fs::root::RootDir;
 use crate::model::entry::Entry;
 use crate::model::guard::{ChangedBy, Fingerprint, GuardRefusal, RefusalKind};
 use crate::record::{EpochSpec, Settled};
+use crate::restore::{self, ApplyOptions, Interrupted, RestorePlan, StepFailpoints};
 use crate::text::edit::{self, EditSpec};
 use crate::text::patch::{self, PatchOp};
 use crate::workspace::Workspace;
 use crate::Error;
 
 use super::*;
+
+/// The failpoints a guarded write passes (see `docs/format.md`).
+const GUARD_FAILPOINTS: StepFailpoints = StepFailpoints {
+    before_remove: Some("guard-before-remove"),
+    before_write: Some("guard-before-write"),
+    after_step: "guard-after-step",
+};
 
 impl Workspace {
     /// Guarded write of a whole file (created if absent; mode kept if present).
@@ -374,7 +382,7 @@ impl Workspace {
         // The new contents are written and fsynced, under no name yet, while the epoch's
         // opening commit is made durable: the two fsyncs overlap instead of adding up. Nothing
         // is in place before the epoch is recorded; a refused write drops them unseen.
-        let (epoch, mut staged) = std::thread::scope(|s| {
+        let (epoch, staged) = std::thread::scope(|s| {
             let staging = std::thread::Builder::new()
                 .spawn_scoped(s, || stage(root, &plan, early))
                 .ok();
@@ -417,13 +425,37 @@ impl Workspace {
             let _ = abort();
             return Err(Error::Guard(raced));
         }
-        let mut done = Vec::new();
-        let metas = match apply_plan(root, &plan, &mut staged, &mut done) {
-            Ok(m) => m,
-            Err(e) => {
-                roll_back(root, &plan, done);
+        let steps = plan.steps();
+        let opts = ApplyOptions {
+            durable: DURABLE,
+            given: plan.given(),
+            staged,
+            failpoints: GUARD_FAILPOINTS,
+        };
+        let steps_plan = RestorePlan {
+            steps,
+            skipped: Vec::new(),
+        };
+        let written = match restore::apply(root, self.store(), &steps_plan, opts) {
+            Ok(applied) => applied.files,
+            Err(Interrupted { cause, steps_done }) => {
+                // Best effort, step by step: each path done is put back as the epoch's
+                // preimage has it (the failed step did nothing: the guard's steps each write,
+                // remove or make one path). What cannot be put back (content never captured, a
+                // step that fails again) is still recorded by the aborted epoch.
+                for mut back in restore::inverse(&steps_plan.steps, steps_done) {
+                    let Some(before) = pre.get(&back.path) else {
+                        continue;
+                    };
+                    back.after = *before;
+                    let one = RestorePlan {
+                        steps: vec![back],
+                        skipped: Vec::new(),
+                    };
+                    let _ = restore::apply(root, self.store(), &one, ApplyOptions::from_store());
+                }
                 let _ = abort();
-                return Err(e);
+                return Err(cause);
             }
         };
         crate::base::trace::phase("guard: written");
@@ -435,8 +467,8 @@ impl Workspace {
         // their renames).
         let now = now_ns();
         let mut refresh = |pos: i64| -> Result<(), Error> {
-            for (i, op) in plan.ops.iter().enumerate() {
-                match (&op.after, metas.get(&i)) {
+            for op in &plan.ops {
+                match (&op.after, written.get(&op.path)) {
                     (Some((mode, content)), Some(meta)) => self.save_fingerprint(
                         session,
                         &Fingerprint {

@@ -72,10 +72,10 @@ impl Workspace {
                 steps: todo.clone(),
                 skipped: Vec::new(),
             },
-            &ApplyOptions { durable: true },
+            ApplyOptions::from_store(),
         ) {
             Ok(applied) => applied,
-            Err(cause) => {
+            Err(restore::Interrupted { cause, .. }) => {
                 return Err(match self.roll_back_journal(epoch_id) {
                     Ok(()) => Error::RolledBack(Box::new(cause)),
                     Err(rollback) => Error::RollbackFailed {
@@ -133,14 +133,7 @@ impl Workspace {
         let steps = journal::get(&self.db(), epoch_id, JournalState::RollingBack)?.steps;
         let root = self.rootdir()?;
         root.remove_dead_temp_files_beside(steps.iter().map(|s| s.path.as_slice()));
-        let mut inverse: Vec<Change> = steps
-            .into_iter()
-            .map(|s| Change {
-                path: s.path,
-                before: s.after,
-                after: s.before,
-            })
-            .collect();
+        let mut inverse = restore::inverse(&steps, steps.len());
         order_steps(&mut inverse);
         let todo = self.sort_by_disk(&root, inverse)?.todo;
         let apply = |steps: &[Change]| {
@@ -151,7 +144,7 @@ impl Workspace {
                     steps: steps.to_vec(),
                     skipped: Vec::new(),
                 },
-                &ApplyOptions { durable: true },
+                ApplyOptions::from_store(),
             )
         };
         let first = todo.len().min(1);
