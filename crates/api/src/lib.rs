@@ -9,9 +9,11 @@
 //! Who asks and from where is a [`Context`]: the caller's directory and session. Fronts never
 //! use `rewind-core` or `rewind-store` directly; what they need of them is re-exported here.
 
+pub mod command;
 mod context;
 mod error;
 pub mod ops;
+pub mod rpc;
 mod serde_util;
 pub mod time;
 

@@ -11,7 +11,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sandbox", &[]),
     ("core", &["store", "sandbox"]),
     ("api", &["core", "store", "sandbox"]),
-    ("cli", &["api"]),
+    ("server", &["api"]),
+    ("cli", &["api", "server"]),
     ("bench", &["core", "store"]),
     ("testutil", &[]),
 ];

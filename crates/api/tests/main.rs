@@ -4,6 +4,7 @@
 
 mod crate_rules;
 mod docs;
+mod rpc;
 
 #[test]
 fn every_test_file_is_a_module() {

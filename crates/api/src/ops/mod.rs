@@ -13,7 +13,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 /// One operation: its method name (as JSON-RPC calls it), what it does, and the schemas of its
 /// request and response.
 pub struct Operation {
-    /// The JSON-RPC method name, such as `status` or `epoch_begin`.
+    /// The JSON-RPC method name: the command line's subcommand with a dot for a space, such
+    /// as `status`, `epoch.begin` or `apply-patch`.
     pub method: &'static str,
     /// One sentence: what the operation does.
     pub summary: &'static str,
@@ -56,9 +57,9 @@ operations! {
         "The diff of an epoch, of a checkpoint against now, or between two checkpoints' trees.";
     "checkpoint" => record::CheckpointRequest, record::CheckpointResponse,
         "Mark a turn boundary of the session, bound to a conversation node.";
-    "epoch_begin" => record::EpochBeginRequest, record::EpochBeginResponse,
+    "epoch.begin" => record::EpochBeginRequest, record::EpochBeginResponse,
         "Open an epoch for the session: exact with declared paths, else opaque.";
-    "epoch_end" => record::EpochEndRequest, record::EpochEndResponse,
+    "epoch.end" => record::EpochEndRequest, record::EpochEndResponse,
         "Settle (or abort) the session's open epoch, or the named one, recording what changed.";
     "exec" => record::ExecRequest, record::ExecResponse,
         "Run a command (optionally sandboxed) as one opaque epoch of the session.";
@@ -68,16 +69,16 @@ operations! {
         "Undo the session's newest epoch (or the named one); undoing a restore is redo.";
     "read" => guard::ReadRequest, guard::ReadResponse,
         "Read files and record what the session has seen of them (the guard's baseline).";
-    "check_write" => guard::CheckWriteRequest, guard::CheckWriteResponse,
+    "check-write" => guard::CheckWriteRequest, guard::CheckWriteResponse,
         "Whether a guarded write of each path would be allowed now, and why not.";
     "write" => guard::WriteRequest, guard::WriteResponse,
         "Guarded write of a whole file, as one exact epoch.";
     "edit" => guard::EditRequest, guard::EditResponse,
         "Guarded exact string replacement in a file, as one exact epoch.";
-    "apply_patch" => guard::ApplyPatchRequest, guard::ApplyPatchResponse,
+    "apply-patch" => guard::ApplyPatchRequest, guard::ApplyPatchResponse,
         "Guarded, all-or-nothing unified diff, as one exact epoch over every touched path.";
-    "sandbox_check" => sandbox::SandboxCheckRequest, sandbox::SandboxCheckResponse,
+    "sandbox.check" => sandbox::SandboxCheckRequest, sandbox::SandboxCheckResponse,
         "Check that the OS sandbox works here under the workspace's policy.";
-    "sandbox_exec" => sandbox::SandboxExecRequest, sandbox::SandboxExecResponse,
+    "sandbox.exec" => sandbox::SandboxExecRequest, sandbox::SandboxExecResponse,
         "Run a command under the workspace's sandbox policy, recording nothing.";
 }

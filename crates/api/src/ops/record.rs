@@ -3,7 +3,6 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 
 use rewind_core::restore::StepView;
@@ -11,6 +10,7 @@ use rewind_core::{EpochKind, EpochSpec, EpochState, Settled};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::command::{exit_code, Output, Runnable};
 use crate::{ApiError, ErrorKind, SandboxMode, Service};
 
 /// Mark a turn boundary, bound to a conversation node (message id).
@@ -101,7 +101,7 @@ pub struct EpochEndResponse {
 
 /// Run a command as one opaque epoch: capture before, run, capture after, record the changes.
 /// The command runs in the request's directory with this process's standard input, output
-/// and error.
+/// and error, or with `collect_output` with empty input and its output in the response.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecRequest {
@@ -119,6 +119,10 @@ pub struct ExecRequest {
     /// The agent's tool call id recorded with the epoch.
     #[serde(default)]
     pub tool_call: Option<String>,
+    /// Give the command empty standard input and return its standard output and error in
+    /// the response (what a server does: it cannot pass them through).
+    #[serde(default)]
+    pub collect_output: bool,
 }
 
 /// How the command ended and what its epoch recorded.
@@ -130,6 +134,9 @@ pub struct ExecResponse {
     pub epoch: String,
     /// What the command changed, per path.
     pub changes: Vec<StepView>,
+    /// What it printed, with `collect_output`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Output>,
 }
 
 /// The response of operations that settle an epoch, and what they changed.
@@ -235,31 +242,28 @@ impl Service {
         };
         let epoch = ws.begin_epoch(self.ctx.session(), &spec)?;
         rewind_core::trace::phase("epoch begun");
-        let status = match &sandboxed {
+        let command = match sandboxed {
             Some(policy) => policy
                 .command(&req.command, Some(cwd))
-                .and_then(|c| c.status())
+                .map(Runnable::Sandboxed)
                 .map_err(ApiError::from),
-            None => std::process::Command::new(program)
-                .args(&req.command[1..])
-                .current_dir(cwd)
-                .status()
-                .map_err(|e| {
-                    ApiError::new(ErrorKind::Error, e.to_string())
-                        .context(format!("cannot run {}", program.to_string_lossy()))
-                }),
+            None => {
+                let mut c = std::process::Command::new(program);
+                c.args(&req.command[1..]).current_dir(cwd);
+                Ok(Runnable::Plain(c))
+            }
         };
+        let ran = command.and_then(|c| c.run(req.collect_output));
         rewind_core::trace::phase("command ran");
-        let settled = ws.end_epoch(self.ctx.session(), Some(&epoch.id), status.is_err());
+        let settled = ws.end_epoch(self.ctx.session(), Some(&epoch.id), ran.is_err());
         rewind_core::trace::phase("epoch settled");
-        let status = status?;
+        let (status, output) = ran?;
         let settled = settled?;
         Ok(ExecResponse {
-            exit_code: status
-                .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+            exit_code: exit_code(status),
             changes: changes(&settled),
             epoch: settled.epoch.id,
+            output,
         })
     }
 }

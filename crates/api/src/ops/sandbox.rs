@@ -8,6 +8,7 @@ use rewind_sandbox::Policy;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::command::{exit_code, Output, Runnable};
 use crate::{ApiError, SandboxMode, Service};
 
 /// Preflight: does the sandbox work here? Checks the platform, that bubblewrap is installed and
@@ -72,6 +73,10 @@ pub struct SandboxExecRequest {
     #[serde(default, deserialize_with = "crate::serde_util::os_strings")]
     #[schemars(with = "Vec<String>")]
     pub deny_read: Vec<OsString>,
+    /// Give the command empty standard input and return its standard output and error in
+    /// the response (what a server does: it cannot pass them through).
+    #[serde(default)]
+    pub collect_output: bool,
 }
 
 /// How the command ended.
@@ -79,6 +84,9 @@ pub struct SandboxExecRequest {
 pub struct SandboxExecResponse {
     /// The command's exit code (128+N if killed by signal N).
     pub exit_code: i32,
+    /// What it printed, with `collect_output`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Output>,
 }
 
 /// A command ready to run under its policy ([`Service::sandbox_prepare`]).
@@ -86,6 +94,7 @@ pub struct SandboxRun {
     policy: Policy,
     command: Vec<OsString>,
     cwd: PathBuf,
+    collect_output: bool,
 }
 
 impl SandboxRun {
@@ -97,15 +106,11 @@ impl SandboxRun {
 
     /// Runs the command and waits for it.
     pub fn run(self) -> Result<SandboxExecResponse, ApiError> {
-        use std::os::unix::process::ExitStatusExt;
-        let status = self
-            .policy
-            .command(&self.command, Some(&self.cwd))?
-            .status()?;
+        let cmd = self.policy.command(&self.command, Some(&self.cwd))?;
+        let (status, output) = Runnable::Sandboxed(cmd).run(self.collect_output)?;
         Ok(SandboxExecResponse {
-            exit_code: status
-                .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+            exit_code: exit_code(status),
+            output,
         })
     }
 }
@@ -181,6 +186,7 @@ impl Service {
             policy: p,
             command: req.command.clone(),
             cwd: dir.to_path_buf(),
+            collect_output: req.collect_output,
         })
     }
 }

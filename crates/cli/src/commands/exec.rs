@@ -35,6 +35,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         sandbox: args.sandbox,
         tool: args.tool.tool.clone(),
         tool_call: args.tool.tool_call.clone(),
+        collect_output: false,
     })?;
     if !out.changes.is_empty() && std::env::var_os("REWIND_QUIET").is_none() {
         eprintln!(

@@ -65,6 +65,7 @@ fn exec(cli: &Cli, a: &ExecArgs) -> anyhow::Result<i32> {
         network: a.network,
         writable_roots: a.writable_root.clone(),
         deny_read: a.deny_read.clone(),
+        collect_output: false,
     })?;
     if run.mode() == Mode::DangerFullAccess {
         eprintln!("rewind: warning: sandbox mode danger-full-access: running the command without any sandbox");
