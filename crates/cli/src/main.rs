@@ -65,6 +65,7 @@ pub enum Command {
     Undo(commands::restore::UndoArgs),
     Recover(commands::recover::Args),
     Sandbox(commands::sandbox::Args),
+    Serve(commands::serve::Args),
     // The guarded tools: their help (summary, details, examples) is the doc of their Args.
     Read(commands::read::Args),
     CheckWrite(commands::check_write::Args),

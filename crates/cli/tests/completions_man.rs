@@ -25,6 +25,7 @@ const COMMANDS: &[&str] = &[
     "undo",
     "recover",
     "sandbox",
+    "serve",
     "read",
     "check-write",
     "write",

@@ -25,6 +25,7 @@ mod rewind_crash;
 mod rewind_sessions;
 mod rewind_shell;
 mod sandbox_cli;
+mod serve;
 
 #[test]
 fn every_test_file_is_a_module() {

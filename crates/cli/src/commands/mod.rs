@@ -16,6 +16,7 @@ pub mod read;
 pub mod recover;
 pub mod restore;
 pub mod sandbox;
+pub mod serve;
 pub mod show;
 pub mod status;
 pub mod write;
@@ -43,6 +44,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Undo(args) => restore::run_undo(cli, args),
         Command::Recover(args) => recover::run(cli, args),
         Command::Sandbox(args) => sandbox::run(cli, args),
+        Command::Serve(args) => serve::run(cli, args),
         Command::Read(args) => read::run(cli, args),
         Command::CheckWrite(args) => check_write::run(cli, args),
         Command::Write(args) => write::run(cli, args),

@@ -1,0 +1,384 @@
+//! `rewind serve` from separate processes, over its standard streams and over its socket,
+//! with a small JSON-RPC client written here: every operation is a method, a whole session's
+//! work (read, write, edit, patch, exec, checkpoint, restore, undo) gives the documents the
+//! command line gives, bad input gets the specification's errors and the server goes on,
+//! subscribers see what other clients did, a second server and a foreign uid are refused,
+//! and SIGTERM stops it cleanly.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::rewind::*;
+use crate::common::{text, Env};
+
+/// One JSON-RPC connection: requests out, lines in.
+struct Client {
+    out: Box<dyn Write>,
+    lines: BufReader<Box<dyn Read>>,
+    next: u64,
+}
+
+impl Client {
+    fn socket(path: &Path) -> Client {
+        let s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        Client {
+            out: Box::new(s.try_clone().unwrap()),
+            lines: BufReader::new(Box::new(s)),
+            next: 1,
+        }
+    }
+
+    fn stdio(child: &mut Child) -> Client {
+        Client {
+            out: Box::new(child.stdin.take().unwrap()),
+            lines: BufReader::new(Box::new(child.stdout.take().unwrap())),
+            next: 1,
+        }
+    }
+
+    fn send_line(&mut self, line: &[u8]) {
+        self.out.write_all(line).unwrap();
+        self.out.write_all(b"\n").unwrap();
+        self.out.flush().unwrap();
+    }
+
+    /// The next line the server sends.
+    fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.lines.read_line(&mut line).unwrap();
+        assert!(n > 0, "the server closed the connection");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// The whole response to a request of `method` (notifications before it are skipped).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(req.to_string().as_bytes());
+        loop {
+            let v = self.recv();
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+            assert!(v.get("method").is_some(), "not a notification: {v}");
+        }
+    }
+
+    /// The result of a call that must succeed.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let v = self.request(method, params);
+        assert!(v.get("error").is_none(), "{method}: {v}");
+        v["result"].clone()
+    }
+
+    /// The error of a call that must fail.
+    fn fail(&mut self, method: &str, params: Value) -> Value {
+        let v = self.request(method, params);
+        assert!(v.get("result").is_none(), "{method} should fail: {v}");
+        v["error"].clone()
+    }
+}
+
+fn serve_stdio(env: &Env) -> Child {
+    env.cmd(&["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A server on a socket, and the path it printed once it listens.
+fn serve_socket(env: &Env, extra: &[&str]) -> (Child, PathBuf) {
+    let mut args = vec!["serve"];
+    args.extend(extra);
+    let mut child = env
+        .cmd(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty(), "the server printed no socket path");
+    (child, PathBuf::from(first.trim_end()))
+}
+
+fn stop(mut child: Child) -> std::process::Output {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.stdin.take();
+    child.wait_with_output().unwrap()
+}
+
+/// Every operation of the API is a method: with no params each answers with a result or an
+/// error of its own, never "method not found".
+#[test]
+fn every_operation_is_a_method() {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a\n");
+    init(&env);
+    let mut server = serve_stdio(&env);
+    let mut c = Client::stdio(&mut server);
+    for op in rewind_api::OPERATIONS {
+        let v = c.request(op.method, json!({}));
+        if let Some(e) = v.get("error") {
+            assert_ne!(e["code"], json!(-32601), "{}: {v}", op.method);
+        }
+    }
+    drop(c);
+    let out = server.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "stdin closed: a clean stop. {}",
+        text(&out)
+    );
+}
+
+/// A session's work through the server: the results are the command line's `--json`
+/// documents, and the files end up as the command line would leave them.
+#[test]
+fn a_session_works_through_the_server_as_through_the_command_line() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"one\ntwo\n");
+    init(&env);
+    let mut server = serve_stdio(&env);
+    let mut c = Client::stdio(&mut server);
+    let s = json!("S");
+    let m1 = c.call("checkpoint", json!({"session": s, "message": "m1"}));
+    assert_eq!(m1["message"], "m1", "{m1}");
+    c.call("read", json!({"session": s, "paths": ["a.txt"]}));
+    let w = c.call(
+        "write",
+        json!({"session": s, "path": "a.txt", "content": "ONE\ntwo\n", "tool": "Write", "tool_call": "t1"}),
+    );
+    assert_eq!(w["changes"][0]["action"], "modify", "{w}");
+    assert_eq!(w["changes"][0]["path"], "a.txt", "{w}");
+    c.call(
+        "edit",
+        json!({"session": s, "path": "a.txt", "old": "two", "new": "TWO"}),
+    );
+    c.call(
+        "apply-patch",
+        json!({"session": s, "patch": "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+new\n"}),
+    );
+    let x = c.call(
+        "exec",
+        json!({"session": s, "command": ["sh", "-c", "echo printed; echo made > made.txt; echo err >&2"]}),
+    );
+    assert_eq!(x["exit_code"], 0);
+    assert_eq!(x["output"]["stdout"], "printed\n", "{x}");
+    assert_eq!(x["output"]["stderr"], "err\n", "{x}");
+    assert_eq!(read_str(root, "a.txt"), "ONE\nTWO\n");
+    assert_eq!(read_str(root, "made.txt"), "made\n");
+    // The log through the server is the command line's document.
+    let log = c.call("log", json!({"session": s}));
+    assert_eq!(log, json(&env, "S", &["log"], 0));
+    let e = c.call("epoch.begin", json!({"session": s, "paths": ["b.txt"]}));
+    write(root, "b.txt", b"b\n");
+    c.call("epoch.end", json!({"session": s, "epoch": e["id"]}));
+    // A dry run shows the plan and writes nothing; the restore puts m1 back.
+    let plan = c.call(
+        "restore",
+        json!({"session": s, "target": "m1", "dry_run": true}),
+    );
+    assert_eq!(plan["applied"], false);
+    assert!(root.join("b.txt").exists());
+    let r = c.call("restore", json!({"session": s, "target": "m1"}));
+    assert_eq!(r["applied"], true, "{r}");
+    assert_eq!(read_str(root, "a.txt"), "one\ntwo\n");
+    assert!(!root.join("made.txt").exists() && !root.join("b.txt").exists());
+    // Undoing the restore is redo.
+    c.call("undo", json!({"session": s}));
+    assert_eq!(read_str(root, "a.txt"), "ONE\nTWO\n");
+    let diff = c.call("diff", json!({"session": s, "id": "m1"}));
+    assert!(
+        diff["files"].as_array().is_some_and(|f| !f.is_empty()),
+        "{diff}"
+    );
+    let fsck = c.call("fsck", json!({}));
+    assert_eq!(fsck["ok"], true);
+    drop(c);
+    assert!(server.wait_with_output().unwrap().status.success());
+    fsck_clean(&env);
+}
+
+/// Bad input is answered with the specification's codes and the server goes on: invalid
+/// JSON, a request that is not one, an unknown method, unknown or ill-typed params, params by
+/// position, an empty batch, a line over the size limit; a batch gets one array; a
+/// notification (no id) gets nothing. An operation's failure carries the error document
+/// and the command line's exit code.
+#[test]
+fn bad_input_gets_errors_and_the_server_goes_on() {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a\n");
+    init(&env);
+    let mut server = serve_stdio(&env);
+    let mut c = Client::stdio(&mut server);
+    let code = |v: &Value| v["error"]["code"].as_i64().unwrap();
+    c.send_line(b"{not json");
+    assert_eq!(code(&c.recv()), -32700);
+    c.send_line(b"42");
+    assert_eq!(code(&c.recv()), -32600);
+    c.send_line(br#"{"jsonrpc":"1.0","id":1,"method":"status"}"#);
+    assert_eq!(code(&c.recv()), -32600);
+    c.send_line(b"[]");
+    assert_eq!(code(&c.recv()), -32600);
+    assert_eq!(c.fail("no.such", json!({}))["code"], -32601);
+    let e = c.fail("status", json!({"bogus": 1}));
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("bogus"), "{e}");
+    assert_eq!(c.fail("read", json!({"paths": 7}))["code"], -32602);
+    assert_eq!(c.fail("status", json!({"session": 7}))["code"], -32602);
+    c.send_line(br#"{"jsonrpc":"2.0","id":9,"method":"status","params":[1]}"#);
+    assert_eq!(code(&c.recv()), -32602);
+    // Over the limit (16 MiB): refused whole, and the next request is answered.
+    let mut big =
+        br#"{"jsonrpc":"2.0","id":10,"method":"write","params":{"path":"x","content":""#.to_vec();
+    big.resize(17 << 20, b'x');
+    big.extend_from_slice(br#""}}"#);
+    c.send_line(&big);
+    let v = c.recv();
+    assert_eq!(code(&v), -32600, "{v}");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("too large"));
+    assert!(!env.root().join("x").exists());
+    // A notification is not answered: the next line is the status's answer.
+    c.send_line(br#"{"jsonrpc":"2.0","method":"status"}"#);
+    let v = c.request("status", json!({}));
+    assert!(v["result"]["root"].is_string(), "{v}");
+    c.send_line(
+        br#"[{"jsonrpc":"2.0","id":"a","method":"status"},{"jsonrpc":"2.0","method":"status"},{"jsonrpc":"2.0","id":"b","method":"nope"}]"#,
+    );
+    let batch = c.recv();
+    let items = batch.as_array().expect("one array for a batch");
+    assert_eq!(items.len(), 2, "{batch}");
+    assert_eq!(items[0]["id"], "a");
+    assert_eq!(items[1]["error"]["code"], -32601);
+    // An operation's own failure: the guard refuses (exit code 5 on the command line).
+    let e = c.fail(
+        "write",
+        json!({"path": "a.txt", "content": "x", "session": "T"}),
+    );
+    assert_eq!(e["code"], -32005, "{e}");
+    assert_eq!(e["data"]["kind"], "guard");
+    assert_eq!(e["data"]["exit_code"], 5);
+    assert_eq!(read_str(env.root(), "a.txt"), "a\n");
+    drop(c);
+    assert!(server.wait_with_output().unwrap().status.success());
+}
+
+/// Over the socket: two clients at once; the subscriber is told of the other's epoch,
+/// checkpoint, restore and guard refusal; a second server is refused naming where the first
+/// listens; SIGTERM stops the server with exit 0 and removes its socket.
+#[test]
+fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a\n");
+    init(&env);
+    let (server, sock) = serve_socket(&env, &[]);
+    let meta = std::fs::metadata(&sock).unwrap();
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "owner-only");
+    let second = env.run(&["serve"]);
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains(&sock.display().to_string()),
+        "names where the first listens: {}",
+        text(&second)
+    );
+    let mut watcher = Client::socket(&sock);
+    let sub = watcher.call("subscribe", json!({}));
+    assert_eq!(
+        sub["subscribed"],
+        json!(["epoch", "checkpoint", "restore", "guard"])
+    );
+    let mut worker = Client::socket(&sock);
+    worker.call("checkpoint", json!({"session": "W", "message": "m1"}));
+    worker.call("read", json!({"session": "W", "paths": ["a.txt"]}));
+    worker.call(
+        "write",
+        json!({"session": "W", "path": "a.txt", "content": "b\n"}),
+    );
+    worker.fail(
+        "write",
+        json!({"session": "V", "path": "a.txt", "content": "c\n"}),
+    );
+    worker.call("restore", json!({"session": "W", "target": "m1"}));
+    let mut kinds = Vec::new();
+    for _ in 0..4 {
+        let n = watcher.recv();
+        assert_eq!(n["method"], "event", "{n}");
+        kinds.push(n["params"]["kind"].as_str().unwrap().to_string());
+        if n["params"]["kind"] == "guard" {
+            assert_eq!(n["params"]["session"], "V");
+        }
+    }
+    assert_eq!(kinds, ["checkpoint", "epoch", "guard", "restore"]);
+    // Unsubscribed, it hears nothing more: its next line is its own answer.
+    watcher.call("unsubscribe", json!({}));
+    worker.call("checkpoint", json!({"session": "W", "message": "m2"}));
+    let v = watcher.request("status", json!({}));
+    assert!(v["result"].is_object(), "{v}");
+    let out = stop(server);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!sock.exists(), "the socket is removed");
+    // The next server starts.
+    let (again, _) = serve_socket(&env, &[]);
+    stop(again);
+}
+
+/// A peer running as another user is refused by the server itself (the socket made
+/// world-writable to let it connect at all), and by the socket's mode otherwise.
+#[test]
+fn a_client_with_another_uid_is_refused() {
+    const CLIENT: &str = "import socket,sys\n\
+s=socket.socket(socket.AF_UNIX)\n\
+try:\n    s.connect(sys.argv[1])\nexcept OSError as e:\n    print('connect:', e.strerror); sys.exit(0)\n\
+s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}\\n')\n\
+print(s.makefile().readline())\n";
+    let env = Env::new();
+    init(&env);
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let sock = dir.path().join("s.sock");
+    let (server, printed) = serve_socket(&env, &["--socket", sock.to_str().unwrap()]);
+    assert_eq!(printed, sock);
+    let as_nobody = || {
+        use std::os::unix::process::CommandExt;
+        // The system's Python: one under root's home would not run as another user.
+        let o = Command::new("/usr/bin/python3")
+            .args(["-c", CLIENT])
+            .arg(&sock)
+            .uid(crate::common::NOBODY)
+            .gid(crate::common::NOBODY)
+            .output()
+            .unwrap();
+        text(&o)
+    };
+    assert!(
+        as_nobody().contains("Permission denied"),
+        "0600 keeps it out"
+    );
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let answer = as_nobody();
+    assert!(answer.contains("serves only its own user"), "{answer}");
+    assert!(!answer.contains("\"result\""), "{answer}");
+    // Its owner is served.
+    assert!(Client::socket(&sock).call("status", json!({}))["root"].is_string());
+    stop(server);
+}

@@ -1,0 +1,231 @@
+//! One client: read a message per line, run its requests through the service, answer each,
+//! and send it the events it subscribed to. A connection's requests run one after another, in
+//! the order they came; connections run side by side.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use rewind_api::{ApiError, Context, ErrorKind, Service};
+use serde_json::{json, Value};
+
+use crate::events::Event;
+use crate::protocol::{self, Message, Request};
+use crate::Shared;
+
+/// Where a connection's answers and notifications go; shared with the event hub.
+pub type Writer = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// Serves one client until it closes its side (or the server stops).
+pub fn serve(shared: &Arc<Shared>, input: impl Read, out: Writer) {
+    let id = shared.hub.connect(out.clone());
+    let mut conn = Connection {
+        shared: shared.clone(),
+        id,
+        out,
+        services: HashMap::new(),
+    };
+    let mut input = std::io::BufReader::new(input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match read_line(&mut input, &mut line) {
+            Ok(Line::End) => break,
+            Ok(Line::TooLong) => conn.send(&protocol::error(
+                Value::Null,
+                protocol::INVALID_REQUEST,
+                &format!(
+                    "message too large: the limit is {} bytes per line",
+                    protocol::MAX_MESSAGE
+                ),
+                None,
+            )),
+            Ok(Line::Text) if line.iter().all(u8::is_ascii_whitespace) => {}
+            Ok(Line::Text) => conn.message(&line),
+            Err(_) => break,
+        }
+        if shared.stopping.load(Ordering::SeqCst) {
+            break;
+        }
+    }
+    shared.hub.disconnect(id);
+}
+
+enum Line {
+    Text,
+    TooLong,
+    End,
+}
+
+/// Reads up to a newline, at most [`protocol::MAX_MESSAGE`] bytes kept; a longer line is
+/// read to its end and dropped.
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Line> {
+    let limit = protocol::MAX_MESSAGE as u64 + 1;
+    let n = input.by_ref().take(limit).read_until(b'\n', line)?;
+    if n == 0 {
+        return Ok(Line::End);
+    }
+    if line.len() as u64 == limit && line.last() != Some(&b'\n') {
+        loop {
+            let buf = input.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => {
+                    input.consume(i + 1);
+                    break;
+                }
+                None => {
+                    let len = buf.len();
+                    input.consume(len);
+                }
+            }
+        }
+        return Ok(Line::TooLong);
+    }
+    Ok(Line::Text)
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    id: u64,
+    out: Writer,
+    /// One service per session this client acts for (each opens the workspace once).
+    services: HashMap<String, Service>,
+}
+
+impl Connection {
+    fn send(&self, v: &Value) {
+        send(&self.out, v);
+    }
+
+    fn message(&mut self, line: &[u8]) {
+        match protocol::parse(line) {
+            Err(e) => self.send(&e),
+            Ok(Message::One(r)) => {
+                if let Some(answer) = self.answer(r) {
+                    self.send(&answer);
+                }
+            }
+            Ok(Message::Batch(rs)) => {
+                let answers: Vec<Value> = rs.into_iter().filter_map(|r| self.answer(r)).collect();
+                if !answers.is_empty() {
+                    self.send(&Value::Array(answers));
+                }
+            }
+        }
+    }
+
+    /// The response to one request (`None` for a notification).
+    fn answer(&mut self, r: Result<Request, Value>) -> Option<Value> {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => return Some(e),
+        };
+        self.shared.inflight.fetch_add(1, Ordering::SeqCst);
+        let out = self.call(&r.method, r.params);
+        self.shared.inflight.fetch_sub(1, Ordering::SeqCst);
+        let id = r.id?;
+        Some(match out {
+            Ok(v) => protocol::result(id, v),
+            Err(Failure::NoMethod) => protocol::error(
+                id,
+                protocol::METHOD_NOT_FOUND,
+                &format!("method not found: {}", r.method),
+                Some(json!({"methods": crate::methods()})),
+            ),
+            Err(Failure::Api(e)) => {
+                let mut data = serde_json::to_value(&e).unwrap_or(Value::Null);
+                data["exit_code"] = json!(e.kind.exit_code());
+                protocol::error(id, e.kind.jsonrpc_code(), &e.message, Some(data))
+            }
+        })
+    }
+
+    fn call(&mut self, method: &str, mut params: Value) -> Result<Value, Failure> {
+        match method {
+            "subscribe" => {
+                let kinds = kinds(&params)?;
+                self.shared.hub.subscribe(self.id, kinds.clone());
+                return Ok(json!({ "subscribed": kinds }));
+            }
+            "unsubscribe" => {
+                self.shared.hub.subscribe(self.id, Vec::new());
+                return Ok(json!({ "subscribed": [] }));
+            }
+            _ => {}
+        }
+        let session = match params.as_object_mut().and_then(|o| o.remove("session")) {
+            None | Some(Value::Null) => self.shared.session.clone(),
+            Some(Value::String(s)) => s,
+            Some(_) => {
+                return Err(Failure::Api(ApiError::usage(
+                    "invalid params: \"session\" must be a string",
+                )))
+            }
+        };
+        let svc = match self.services.get(&session) {
+            Some(s) => s,
+            None => {
+                let ctx = Context::new(&self.shared.root, &session)?;
+                self.services
+                    .entry(session.clone())
+                    .or_insert(Service::new(ctx))
+            }
+        };
+        let out = rewind_api::rpc::call(svc, method, params).ok_or(Failure::NoMethod)?;
+        if let Some(event) = Event::of(method, &session, &out) {
+            self.shared.hub.publish(&event);
+        }
+        Ok(out?)
+    }
+}
+
+/// Why a call has no result.
+enum Failure {
+    NoMethod,
+    Api(ApiError),
+}
+
+impl From<ApiError> for Failure {
+    fn from(e: ApiError) -> Failure {
+        Failure::Api(e)
+    }
+}
+
+/// The event kinds a `subscribe` asks for (`kinds`, default all).
+fn kinds(params: &Value) -> Result<Vec<String>, Failure> {
+    let bad = || {
+        Failure::Api(
+            ApiError::new(
+                ErrorKind::Usage,
+                "invalid params: \"kinds\" is a list of event kinds",
+            )
+            .hint(format!("the kinds: {}", crate::events::KINDS.join(", "))),
+        )
+    };
+    match params.get("kinds") {
+        None | Some(Value::Null) => {
+            Ok(crate::events::KINDS.iter().map(|k| k.to_string()).collect())
+        }
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|k| match k.as_str() {
+                Some(k) if crate::events::KINDS.contains(&k) => Ok(k.to_string()),
+                _ => Err(bad()),
+            })
+            .collect(),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Writes one message and a newline, whole (a writer's lock is held for the line).
+pub fn send(out: &Writer, v: &Value) {
+    let mut line = serde_json::to_vec(v).unwrap_or_default();
+    line.push(b'\n');
+    if let Ok(mut w) = out.lock() {
+        let _ = w.write_all(&line).and_then(|_| w.flush());
+    }
+}

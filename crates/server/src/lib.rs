@@ -1,0 +1,180 @@
+//! `rewind serve`: the service API as JSON-RPC 2.0, one JSON value per line, over standard
+//! input and output or a Unix socket. Every method is an operation of `rewind-api` (see
+//! [`rewind_api::rpc`]); the server adds only what a long-running process needs: framing,
+//! connections, sessions per request, notifications, one server per workspace, and a clean
+//! stop.
+//!
+//! Invariants:
+//! - One server per workspace: it holds an exclusive `flock` on `serve.lock` in the
+//!   workspace's state directory for its whole life; `serve.json` beside it says where it
+//!   listens. A second server reads that and refuses to start.
+//! - The socket (default `serve.sock` in the state directory) is made owner-only (0600), and a
+//!   peer whose uid is not the server's is refused before anything is read from it.
+//! - A stop (SIGTERM, SIGINT, or standard input closing with `--stdio`) takes no new requests,
+//!   lets the ones running finish (up to [`DRAIN`]), then removes the socket and exits. A
+//!   server killed outright leaves what a killed command leaves: the next command's recovery
+//!   finishes it.
+
+mod connection;
+mod events;
+mod lock;
+pub mod protocol;
+
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rewind_api::{ApiError, ErrorKind, OPERATIONS};
+
+/// How long a stop waits for running requests.
+pub const DRAIN: Duration = Duration::from_secs(30);
+
+/// Where the server listens.
+#[derive(Clone, Debug)]
+pub enum Transport {
+    /// Standard input and output: one client, the process that started it.
+    Stdio,
+    /// A Unix socket at this path (`None`: `serve.sock` in the workspace's state directory).
+    Socket(Option<PathBuf>),
+}
+
+/// What to serve and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The workspace root (registered on first use, as any command does).
+    pub root: PathBuf,
+    /// The session of requests that name none.
+    pub session: String,
+    /// Where to listen.
+    pub transport: Transport,
+}
+
+/// What every connection shares.
+pub(crate) struct Shared {
+    root: PathBuf,
+    session: String,
+    hub: events::Hub,
+    /// Requests running now.
+    inflight: AtomicUsize,
+    /// Set by a stop: connections take no further requests.
+    stopping: AtomicBool,
+}
+
+/// The method names a client may call: the operations and the server's own.
+pub fn methods() -> Vec<&'static str> {
+    let mut m: Vec<&str> = OPERATIONS.iter().map(|o| o.method).collect();
+    m.extend(["subscribe", "unsubscribe"]);
+    m
+}
+
+/// Runs the server until it is stopped. `ready` is called once it accepts requests, with
+/// the socket's path for [`Transport::Socket`] (the command line prints it).
+pub fn serve(opts: &Options, ready: impl FnOnce(Option<&Path>)) -> Result<(), ApiError> {
+    // First, before opening the workspace starts any thread: a thread that does not block
+    // them would take a stop signal's default action (the process dies mid-request).
+    let signals = lock::block_stop_signals();
+    let svc = rewind_api::Service::new(rewind_api::Context::new(&opts.root, &opts.session)?);
+    let status = svc.status(&rewind_api::StatusRequest {})?;
+    let root = PathBuf::from(&status.root);
+    let state = PathBuf::from(&status.state_dir);
+    let socket = match &opts.transport {
+        Transport::Stdio => None,
+        Transport::Socket(p) => Some(p.clone().unwrap_or_else(|| state.join("serve.sock"))),
+    };
+    let lock = lock::ServerLock::take(&state, socket.as_deref())?;
+    let info = lock.info().to_path_buf();
+    let shared = Arc::new(Shared {
+        root,
+        session: opts.session.clone(),
+        hub: events::Hub::default(),
+        inflight: AtomicUsize::new(0),
+        stopping: AtomicBool::new(false),
+    });
+    match socket {
+        None => {
+            let stop = shared.clone();
+            lock::on_stop(signals, move || {
+                drain(&stop);
+                let _ = std::fs::remove_file(&info);
+            });
+            ready(None);
+            let out: connection::Writer = Arc::new(Mutex::new(Box::new(std::io::stdout())));
+            connection::serve(&shared, std::io::stdin(), out);
+            drain(&shared);
+            drop(lock);
+            Ok(())
+        }
+        Some(path) => {
+            let listener = listen(&path)?;
+            let stop = shared.clone();
+            let cleanup = path.clone();
+            lock::on_stop(signals, move || {
+                drain(&stop);
+                let _ = std::fs::remove_file(&cleanup);
+                let _ = std::fs::remove_file(&info);
+            });
+            ready(Some(&path));
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                if shared.stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                let shared = shared.clone();
+                std::thread::spawn(move || client(&shared, conn));
+            }
+            drop(lock);
+            Ok(())
+        }
+    }
+}
+
+/// Binds the socket, owner-only. The server lock is held, so a file already there is a dead
+/// server's.
+fn listen(path: &Path) -> Result<UnixListener, ApiError> {
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path).map_err(|e| {
+        ApiError::new(
+            ErrorKind::Error,
+            format!("cannot listen on {}: {e}", path.display()),
+        )
+        .hint("give another path with --socket (a socket path is limited to 107 bytes)")
+    })?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+        ApiError::new(
+            ErrorKind::Error,
+            format!("cannot make {} owner-only: {e}", path.display()),
+        )
+    })?;
+    Ok(listener)
+}
+
+/// One socket client: refused unless it runs as the server's user.
+fn client(shared: &Arc<Shared>, conn: UnixStream) {
+    let Ok(out) = conn.try_clone() else { return };
+    let out: connection::Writer = Arc::new(Mutex::new(Box::new(out)));
+    match lock::peer_uid(&conn) {
+        // SAFETY: geteuid cannot fail.
+        Some(uid) if uid == unsafe { libc::geteuid() } => connection::serve(shared, conn, out),
+        _ => connection::send(
+            &out,
+            &protocol::error(
+                serde_json::Value::Null,
+                protocol::INVALID_REQUEST,
+                "refused: this server serves only its own user",
+                None,
+            ),
+        ),
+    }
+}
+
+/// Stops taking requests and waits (bounded) for those running.
+fn drain(shared: &Shared) {
+    shared.stopping.store(true, Ordering::SeqCst);
+    let start = Instant::now();
+    while shared.inflight.load(Ordering::SeqCst) > 0 && start.elapsed() < DRAIN {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,111 @@
+//! Process-level pieces of a server: the lock that makes it the only one of its workspace, the
+//! peer check of a socket client, and stopping on a signal.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use rewind_api::{ApiError, ErrorKind};
+use serde_json::json;
+
+/// The held lock of the workspace's one server; dropping it (or the process dying) frees it.
+pub struct ServerLock {
+    _file: File,
+    info: PathBuf,
+}
+
+impl ServerLock {
+    /// Takes the lock in `state` (the workspace's state directory) and writes where this
+    /// server listens; refuses when another server holds it, saying where that one listens.
+    pub fn take(state: &Path, socket: Option<&Path>) -> Result<ServerLock, ApiError> {
+        let io =
+            |what: &str, e: std::io::Error| ApiError::new(ErrorKind::Error, format!("{what}: {e}"));
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(state.join("serve.lock"))
+            .map_err(|e| io("opening the server lock", e))?;
+        let info = state.join("serve.json");
+        // SAFETY: valid fd.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let other: serde_json::Value = std::fs::read(&info)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default();
+            let at = match other["socket"].as_str() {
+                Some(s) => format!("listening on {s}"),
+                None => "serving its standard input".to_string(),
+            };
+            return Err(ApiError::new(
+                ErrorKind::State,
+                format!(
+                    "a server already runs for this workspace (pid {}), {at}",
+                    other["pid"]
+                ),
+            )
+            .hint("use that server, or stop it first"));
+        }
+        let doc = json!({"pid": std::process::id(), "socket": socket});
+        std::fs::write(&info, doc.to_string()).map_err(|e| io("writing serve.json", e))?;
+        Ok(ServerLock { _file: file, info })
+    }
+
+    /// The file that says where this server listens.
+    pub fn info(&self) -> &Path {
+        &self.info
+    }
+}
+
+impl Drop for ServerLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.info);
+    }
+}
+
+/// The uid of the process at the other end of `conn`.
+pub fn peer_uid(conn: &UnixStream) -> Option<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: valid fd, and a buffer of the size given.
+    let r = unsafe {
+        libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut libc::ucred as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (r == 0).then_some(cred.uid)
+}
+
+/// Blocks SIGTERM and SIGINT in this thread and every thread it starts from now on, so that
+/// only [`on_stop`]'s thread receives them (children get a fresh mask when spawned).
+pub fn block_stop_signals() -> libc::sigset_t {
+    // SAFETY: plain signal-set calls on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// On SIGTERM or SIGINT: runs `stop`, then exits the process with status 0.
+pub fn on_stop(set: libc::sigset_t, stop: impl FnOnce() + Send + 'static) {
+    std::thread::spawn(move || {
+        let mut sig = 0;
+        // SAFETY: waits for a signal of a set blocked in every thread.
+        unsafe { libc::sigwait(&set, &mut sig) };
+        stop();
+        std::process::exit(0);
+    });
+}
