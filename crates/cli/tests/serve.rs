@@ -281,7 +281,8 @@ fn bad_input_gets_errors_and_the_server_goes_on() {
 }
 
 /// Over the socket: two clients at once; the subscriber is told of the other's epoch,
-/// checkpoint, restore and guard refusal; a second server is refused naming where the first
+/// checkpoint, restore and guard refusal, and of a checkpoint made by another process (the
+/// command line), each once; a second server is refused naming where the first
 /// listens; SIGTERM stops the server with exit 0 and removes its socket.
 #[test]
 fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
@@ -318,16 +319,37 @@ fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
         json!({"session": "V", "path": "a.txt", "content": "c\n"}),
     );
     worker.call("restore", json!({"session": "W", "target": "m1"}));
-    let mut kinds = Vec::new();
-    for _ in 0..4 {
+    // Another process, the command line, is heard of too (from the op log).
+    checkpoint(&env, "X", "from-the-cli");
+    let mut heard = Vec::new();
+    for _ in 0..5 {
         let n = watcher.recv();
         assert_eq!(n["method"], "event", "{n}");
-        kinds.push(n["params"]["kind"].as_str().unwrap().to_string());
-        if n["params"]["kind"] == "guard" {
-            assert_eq!(n["params"]["session"], "V");
+        let p = &n["params"];
+        heard.push(format!(
+            "{} {}",
+            p["kind"].as_str().unwrap(),
+            p["session"].as_str().unwrap()
+        ));
+        if p["kind"] == "guard" {
+            assert_eq!(p["detail"]["kind"], "guard", "the error document: {n}");
+        }
+        if p["kind"] == "checkpoint" && p["session"] == "X" {
+            assert_eq!(p["detail"]["message"], "from-the-cli", "the log entry: {n}");
         }
     }
-    assert_eq!(kinds, ["checkpoint", "epoch", "guard", "restore"]);
+    heard.sort();
+    assert_eq!(
+        heard,
+        [
+            "checkpoint W",
+            "checkpoint X",
+            "epoch W",
+            "guard V",
+            "restore W"
+        ],
+        "each once"
+    );
     // Unsubscribed, it hears nothing more: its next line is its own answer.
     watcher.call("unsubscribe", json!({}));
     worker.call("checkpoint", json!({"session": "W", "message": "m2"}));
@@ -348,7 +370,8 @@ fn a_client_with_another_uid_is_refused() {
     const CLIENT: &str = "import socket,sys\n\
 s=socket.socket(socket.AF_UNIX)\n\
 try:\n    s.connect(sys.argv[1])\nexcept OSError as e:\n    print('connect:', e.strerror); sys.exit(0)\n\
-s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}\\n')\n\
+try:\n    s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}\\n')\n\
+except OSError:\n    pass\n\
 print(s.makefile().readline())\n";
     let env = Env::new();
     init(&env);
@@ -381,4 +404,46 @@ print(s.makefile().readline())\n";
     // Its owner is served.
     assert!(Client::socket(&sock).call("status", json!({}))["root"].is_string());
     stop(server);
+}
+
+/// SIGKILL of the server while a client's `exec` runs: the command's epoch is left open, owned
+/// by the dead server, and the next command (here the command line's) settles it as recovered
+/// with what the command changed, as for a killed `rewind exec`; a new server starts.
+#[test]
+fn a_killed_server_is_recovered_like_a_killed_command() {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a\n");
+    init(&env);
+    let (mut server, sock) = serve_socket(&env, &[]);
+    let mut c = Client::socket(&sock);
+    let req = json!({"jsonrpc": "2.0", "id": 1, "method": "exec",
+        "params": {"session": "S", "command": ["sh", "-c", "echo x > k.txt; sleep 2"]}});
+    c.send_line(req.to_string().as_bytes());
+    // Wait until the command has written (bounded), then kill the server.
+    for _ in 0..500 {
+        if env.root().join("k.txt").exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(env.root().join("k.txt").exists(), "the command ran");
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let open = json(&env, "S", &["status"], 0)["open_epochs"].clone();
+    assert_eq!(open.as_array().map(Vec::len), Some(1), "{open}");
+    let id = open[0]["id"].as_str().unwrap().to_string();
+    expect(&env, "T", &["exec", "--", "true"], 0);
+    let shown = json(&env, "S", &["show", &id], 0);
+    assert_eq!(shown["recovered"], true, "{shown}");
+    assert_eq!(shown["state"], "settled", "{shown}");
+    let paths: Vec<&str> = shown["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["k.txt"], "{shown}");
+    fsck_clean(&env);
+    let (again, _) = serve_socket(&env, &[]);
+    stop(again);
 }

@@ -1,15 +1,28 @@
 //! Notifications: what happened in the workspace, sent to every connection that subscribed.
-//! An event is sent after the operation that caused it has committed; a client that reads
-//! slowly holds up only the sender writing to it.
+//!
+//! What the op log records (epochs, checkpoints, restores) is read from the op log by one
+//! thread ([`follow`]), so a client hears of every process's work, the command line's and
+//! other agents' included, not only of this server's clients; a guard refusal leaves no trace
+//! in the op log and is sent by the request that was refused. An event is sent after what
+//! caused it has committed; a client that reads slowly holds up only the sender writing to it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use rewind_api::{ApiError, ErrorKind};
+use rewind_api::{ApiError, Context, ErrorKind, LogRequest, Service};
 use serde_json::{json, Value};
 
 use crate::connection::{send, Writer};
+use crate::Shared;
+
+/// How often the op log is read for new entries.
+pub const FOLLOW_EVERY: Duration = Duration::from_millis(200);
+
+/// The newest entries read each time: more new ones than this between two reads are not all
+/// sent (a client that must see everything reads the log).
+const FOLLOW_WINDOW: usize = 1000;
 
 /// Every event kind: an epoch settled (or aborted), a checkpoint, a restore or undo applied,
 /// a guarded write refused.
@@ -23,28 +36,88 @@ pub struct Event {
 }
 
 impl Event {
-    /// The event an operation's outcome is, if any.
+    /// The event a request's failure is, if any: a guarded write refused.
     pub fn of(method: &str, session: &str, out: &Result<Value, ApiError>) -> Option<Event> {
-        let kind = match (method, out) {
-            ("epoch.end" | "exec" | "write" | "edit", Ok(_)) => "epoch",
-            ("apply-patch", Ok(v)) if v.get("id").is_some() => "epoch",
-            ("checkpoint", Ok(_)) => "checkpoint",
-            ("restore" | "undo", Ok(v)) if v.get("applied") == Some(&json!(true)) => "restore",
-            ("write" | "edit" | "apply-patch", Err(e)) if e.kind == ErrorKind::Guard => "guard",
+        match (method, out) {
+            ("write" | "edit" | "apply-patch", Err(e)) if e.kind == ErrorKind::Guard => {
+                Some(Event {
+                    kind: "guard",
+                    session: session.to_string(),
+                    detail: serde_json::to_value(e).unwrap_or(Value::Null),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The event a log entry is, once it is final (an epoch still open is not yet).
+    fn of_log_entry(entry: &Value) -> Option<Event> {
+        let kind = match (entry["type"].as_str()?, entry["kind"].as_str()) {
+            ("checkpoint", _) => "checkpoint",
+            ("epoch", _) if entry["state"] == "open" => return None,
+            ("epoch", Some("restore")) => "restore",
+            ("epoch", _) => "epoch",
             _ => return None,
-        };
-        let detail = match out {
-            Ok(v) => v.clone(),
-            Err(e) => serde_json::to_value(e).unwrap_or(Value::Null),
         };
         Some(Event {
             kind,
-            session: session.to_string(),
-            detail,
+            session: entry["session"].as_str().unwrap_or_default().to_string(),
+            detail: entry.clone(),
         })
     }
 }
 
+/// Starts reading the op log every [`FOLLOW_EVERY`] on a thread of its own, publishing each
+/// entry not seen before, until the server stops. What is there when this returns is not news.
+pub fn follow(shared: Arc<Shared>) {
+    let Ok(ctx) = Context::new(&shared.root, &shared.session) else {
+        return;
+    };
+    let svc = Service::new(ctx);
+    let mut seen: HashSet<String> = final_entries(&svc)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    std::thread::spawn(move || {
+        while !shared.stopping.load(Ordering::SeqCst) {
+            std::thread::sleep(FOLLOW_EVERY);
+            let Some(entries) = final_entries(&svc) else {
+                continue;
+            };
+            let mut now = HashSet::new();
+            for (id, event) in entries {
+                if !seen.contains(&id) {
+                    shared.hub.publish(&event);
+                }
+                now.insert(id);
+            }
+            // Only the window's entries can come back; older ones are forgotten.
+            seen = now;
+        }
+    });
+}
+
+/// The newest [`FOLLOW_WINDOW`] entries of every session's log that are final, oldest first,
+/// by id.
+fn final_entries(svc: &Service) -> Option<Vec<(String, Event)>> {
+    let log = svc
+        .log(&LogRequest {
+            all_sessions: true,
+            limit: FOLLOW_WINDOW,
+        })
+        .ok()?;
+    let Value::Array(items) = serde_json::to_value(log.items).ok()? else {
+        return None;
+    };
+    Some(
+        items
+            .iter()
+            .rev()
+            .filter_map(|e| Some((e["id"].as_str()?.to_string(), Event::of_log_entry(e)?)))
+            .collect(),
+    )
+}
 /// The connections and what each subscribed to.
 #[derive(Default)]
 pub struct Hub {

@@ -53,13 +53,13 @@ pub struct Options {
 
 /// What every connection shares.
 pub(crate) struct Shared {
-    root: PathBuf,
-    session: String,
-    hub: events::Hub,
+    pub(crate) root: PathBuf,
+    pub(crate) session: String,
+    pub(crate) hub: events::Hub,
     /// Requests running now.
-    inflight: AtomicUsize,
+    pub(crate) inflight: AtomicUsize,
     /// Set by a stop: connections take no further requests.
-    stopping: AtomicBool,
+    pub(crate) stopping: AtomicBool,
 }
 
 /// The method names a client may call: the operations and the server's own.
@@ -92,6 +92,7 @@ pub fn serve(opts: &Options, ready: impl FnOnce(Option<&Path>)) -> Result<(), Ap
         inflight: AtomicUsize::new(0),
         stopping: AtomicBool::new(false),
     });
+    events::follow(shared.clone());
     match socket {
         None => {
             let stop = shared.clone();
