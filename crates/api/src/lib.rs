@@ -37,6 +37,9 @@ pub use rewind_core::diff::{Diff, FileDiff, Hunk, Line, Point, Section, Tag};
 pub use rewind_core::restore::StepView;
 /// Timing of phases (`REWIND_TRACE`).
 pub use rewind_core::trace;
+/// A long-running process's file watcher, shared by its services (see
+/// [`Service::with_live_watch`]).
+pub use rewind_core::LiveWatch;
 /// Live counters of a whole-tree capture, for a progress display.
 pub use rewind_core::Progress;
 /// Types the documents carry, for fronts that render them.
@@ -52,6 +55,7 @@ pub use rewind_sandbox::Mode as SandboxMode;
 pub struct Service {
     ctx: Context,
     ws: OnceCell<rewind_core::Workspace>,
+    live: Option<LiveWatch>,
 }
 
 impl Service {
@@ -60,7 +64,25 @@ impl Service {
         Service {
             ctx,
             ws: OnceCell::new(),
+            live: None,
         }
+    }
+
+    /// Its captures re-read only what `watch` saw change since the previous capture of any
+    /// service sharing it, instead of walking the tree: for a process that keeps running
+    /// (`rewind serve`), whose services share one watcher. The first capture through a new
+    /// watcher walks everything and arms it (see [`Service::capture`]).
+    pub fn with_live_watch(mut self, watch: LiveWatch) -> Service {
+        self.live = Some(watch);
+        self
+    }
+
+    /// Captures the whole tree now, recording what changed since the last known state as an
+    /// external epoch and the capture as a snapshot labelled `label`; the snapshot's
+    /// op-log position. A server does this when it starts: it finds what changed while no
+    /// server ran, and arms its watcher.
+    pub fn capture(&self, label: &str) -> Result<i64, ApiError> {
+        Ok(self.ws()?.snapshot(label, None)?.1)
     }
 
     /// Opens the workspace now (every operation opens it when it needs it): for a front that
@@ -75,6 +97,9 @@ impl Service {
             return Ok(ws);
         }
         let ws = self.ctx.open(false)?;
+        if let Some(w) = &self.live {
+            ws.use_live_watch(w.clone());
+        }
         Ok(self.ws.get_or_init(|| ws))
     }
 

@@ -447,3 +447,103 @@ fn a_killed_server_is_recovered_like_a_killed_command() {
     let (again, _) = serve_socket(&env, &[]);
     stop(again);
 }
+
+/// The paths an `exec` result says changed, with their actions, sorted.
+fn changed(result: &Value) -> Vec<String> {
+    let mut out: Vec<String> = result["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["action"].as_str().unwrap(),
+                c["path"].as_str().unwrap()
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// With the server's watcher, an `exec` re-reads only what changed, and must record exactly
+/// what a walk would: what changed while no server ran (found when it starts), editor save
+/// patterns (write to a temporary file and rename over, delete and create, `sed -i`), rename
+/// storms of files and directories, changes deep inside a directory made and filled at once,
+/// and a burst of 20,000 files that overflows the kernel's event queue (16,384 by default):
+/// the watcher then cannot vouch and the capture walks.
+#[test]
+fn the_servers_watcher_records_exactly_what_a_walk_would() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a\n");
+    write(root, "b.txt", b"b\n");
+    write(root, "d/e/f.txt", b"f\n");
+    init(&env);
+    write(root, "offline.txt", b"written while no server ran\n");
+    let mut server = serve_stdio(&env);
+    let mut c = Client::stdio(&mut server);
+    c.call("status", json!({})); // answered once the server has started
+    let log = json(&env, "any", &["log", "--all-sessions"], 0);
+    assert!(
+        log.to_string().contains("\"kind\":\"external\""),
+        "the start's capture found the offline change: {log}"
+    );
+    let mut exec = |script: &str| {
+        let r = c.call(
+            "exec",
+            json!({"session": "S", "command": ["sh", "-c", script]}),
+        );
+        assert_eq!(r["exit_code"], 0, "{script}: {r}");
+        changed(&r)
+    };
+    assert_eq!(exec("true"), Vec::<String>::new());
+    assert_eq!(
+        exec("printf 'A\\n' > .a.txt.tmp && mv .a.txt.tmp a.txt"),
+        ["modify a.txt"]
+    );
+    assert_eq!(exec("rm b.txt && printf 'B\\n' > b.txt"), ["modify b.txt"]);
+    assert_eq!(exec("sed -i 's/f/F/' d/e/f.txt"), ["modify d/e/f.txt"]);
+    assert_eq!(
+        exec("mv a.txt x1 && mv x1 x2 && mv x2 x3 && mv b.txt a.txt && mv x3 b.txt"),
+        ["modify a.txt", "modify b.txt"]
+    );
+    assert_eq!(
+        exec("mv d g && mkdir -p n/m/o && echo deep > n/m/o/p.txt && echo more > g/e/q.txt"),
+        [
+            "create g",
+            "create g/e",
+            "create g/e/f.txt",
+            "create g/e/q.txt",
+            "create n",
+            "create n/m",
+            "create n/m/o",
+            "create n/m/o/p.txt",
+            "delete d",
+            "delete d/e",
+            "delete d/e/f.txt",
+        ]
+    );
+    // Inside a directory moved in this epoch and already re-watched: a later change is seen.
+    assert_eq!(exec("echo again >> g/e/q.txt"), ["modify g/e/q.txt"]);
+    let burst = exec("mkdir many && cd many && seq 1 20000 | xargs touch");
+    assert_eq!(
+        burst.len(),
+        20_001,
+        "every file of the burst, and its directory"
+    );
+    let after = exec("rm -r many && echo after > n/m/o/p.txt");
+    let deleted = after
+        .iter()
+        .filter(|c| c.starts_with("delete many"))
+        .count();
+    assert_eq!(
+        deleted, 20_001,
+        "every file of the burst gone, and its directory"
+    );
+    assert_eq!(after.len(), 20_002, "and one more: {:?}", after.last());
+    assert!(after.contains(&"modify n/m/o/p.txt".to_string()));
+    drop(c);
+    assert!(server.wait_with_output().unwrap().status.success());
+    fsck_clean(&env);
+}

@@ -47,6 +47,7 @@ pub use fs::relpath;
 pub use text::{edit, patch};
 
 pub use capture::scan::Progress;
+pub use capture::watch::LiveWatch;
 pub use capture::{Capture, CaptureStats, Uncovered};
 pub use config::Config;
 pub use db::oplog;

@@ -25,7 +25,9 @@ use crate::common;
 use std::os::unix::fs::PermissionsExt;
 
 use proptest::prelude::*;
-use rewind_core::{CheckpointRow, EpochSpec, Mode, RewindOptions, RewindOutcome, Target};
+use rewind_core::{
+    CheckpointRow, EpochSpec, LiveWatch, Mode, RewindOptions, RewindOutcome, Target,
+};
 use rewind_store::{ObjectId, ObjectKind};
 
 const N: usize = 4;
@@ -357,7 +359,9 @@ fn opts(force: bool, dry_run: bool) -> RewindOptions {
 }
 
 /// Runs the ops against a fresh workspace and the model; Err names the first divergence.
-fn run(ops: &[Op]) -> Result<(), TestCaseError> {
+/// Runs `ops` against a real workspace and the model; with `live`, every handle shares one
+/// [`LiveWatch`] (as `rewind serve`'s do), so captures re-read only what it saw change.
+fn run(ops: &[Op], live: bool) -> Result<(), TestCaseError> {
     let env = common::Env::new();
     let root = env.root().to_path_buf();
     // A start state with every path present.
@@ -369,7 +373,15 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         std::fs::write(root.join(name), bytes).unwrap();
     }
     write_rules(&root, env.home.path(), true, true);
-    let mut ws = env.open();
+    let live = live.then(|| LiveWatch::new(&root).expect("inotify works here"));
+    let open = || {
+        let ws = env.open();
+        if let Some(w) = &live {
+            ws.use_live_watch(w.clone());
+        }
+        ws
+    };
+    let mut ws = open();
     ws.snapshot("base", None).unwrap();
     let mut m = Model {
         files: read_disk(&root),
@@ -552,7 +564,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     }
                 }
                 // The size cap is configuration: read when a workspace is opened.
-                ws = env.open();
+                ws = open();
             }
             Op::Checkpoint { s } => {
                 msg += 1;
@@ -789,12 +801,19 @@ proptest! {
     /// Session-scoped semantics: epochs, external edits, checkpoints, restores, undos.
     #[test]
     fn op_log_matches_the_model(ops in prop::collection::vec(op(false), 1..28)) {
-        run(&ops)?;
+        run(&ops, false)?;
+    }
+
+    /// The same with a live watcher (a server's): every capture after the first re-reads only
+    /// the directories it saw change, and must find exactly what a walk finds.
+    #[test]
+    fn op_log_with_a_live_watcher_matches_the_model(ops in prop::collection::vec(op(true), 1..28)) {
+        run(&ops, true)?;
     }
 
     /// The same with `--all` restores mixed in.
     #[test]
     fn op_log_with_restore_all_matches_the_model(ops in prop::collection::vec(op(true), 1..28)) {
-        run(&ops)?;
+        run(&ops, false)?;
     }
 }

@@ -170,9 +170,11 @@ impl Connection {
             Some(s) => s,
             None => {
                 let ctx = Context::new(&self.shared.root, &session)?;
-                self.services
-                    .entry(session.clone())
-                    .or_insert(Service::new(ctx))
+                let mut svc = Service::new(ctx);
+                if let Some(w) = &self.shared.live {
+                    svc = svc.with_live_watch(w.clone());
+                }
+                self.services.entry(session.clone()).or_insert(svc)
             }
         };
         let out = rewind_api::rpc::call(svc, method, params).ok_or(Failure::NoMethod)?;

@@ -1,8 +1,9 @@
 //! `rewind serve`: the service API as JSON-RPC 2.0, one JSON value per line, over standard
 //! input and output or a Unix socket. Every method is an operation of `rewind-api` (see
 //! [`rewind_api::rpc`]); the server adds only what a long-running process needs: framing,
-//! connections, sessions per request, notifications, one server per workspace, and a clean
-//! stop.
+//! connections, sessions per request, notifications, one server per workspace, a file
+//! watcher its services share (so an opaque epoch costs O(changed paths), see
+//! [`rewind_api::LiveWatch`]), and a clean stop.
 //!
 //! Invariants:
 //! - One server per workspace: it holds an exclusive `flock` on `serve.lock` in the
@@ -55,6 +56,8 @@ pub struct Options {
 pub(crate) struct Shared {
     pub(crate) root: PathBuf,
     pub(crate) session: String,
+    /// The file watcher every service of the server shares (`None`: captures walk the tree).
+    pub(crate) live: Option<rewind_api::LiveWatch>,
     pub(crate) hub: events::Hub,
     /// Requests running now.
     pub(crate) inflight: AtomicUsize,
@@ -85,9 +88,18 @@ pub fn serve(opts: &Options, ready: impl FnOnce(Option<&Path>)) -> Result<(), Ap
     };
     let lock = lock::ServerLock::take(&state, socket.as_deref())?;
     let info = lock.info().to_path_buf();
+    // Armed by a whole-tree capture, which also records what changed while no server ran.
+    let live = rewind_api::LiveWatch::new(&root);
+    if let Some(w) = &live {
+        let ctx = rewind_api::Context::new(&root, &opts.session)?;
+        rewind_api::Service::new(ctx)
+            .with_live_watch(w.clone())
+            .capture("serve")?;
+    }
     let shared = Arc::new(Shared {
         root,
         session: opts.session.clone(),
+        live,
         hub: events::Hub::default(),
         inflight: AtomicUsize::new(0),
         stopping: AtomicBool::new(false),

@@ -15,8 +15,8 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::capture::ignore_rules::IGNORE_FILES;
 use crate::fs::relpath;
@@ -81,7 +81,17 @@ pub(crate) struct Watcher {
     dirs: Mutex<HashMap<i32, Vec<u8>>>,
     /// A watch could not be added: the watcher cannot vouch for anything.
     failed: AtomicBool,
-    exclude: Option<(std::path::PathBuf, Option<std::time::SystemTime>)>,
+    /// `.git/info/exclude` and its mtime when the watch started (a change there changes what
+    /// is captured anywhere).
+    exclude: Mutex<(std::path::PathBuf, Option<std::time::SystemTime>)>,
+    /// Of a [`LiveWatch`]: the number of the last [`Watcher::take`] whose capture has not been
+    /// saved as the stat cache yet (0: none).
+    unsaved: AtomicU64,
+    /// Of a [`LiveWatch`]: takes so far.
+    takes: AtomicU64,
+    /// Of a [`LiveWatch`]: what decides what is captured (the size cap, whether ignored paths
+    /// are) at the previous take, hashed: a capture under other settings walks everything.
+    settings: AtomicU64,
 }
 
 const MASK: u32 = libc::IN_CREATE
@@ -112,7 +122,11 @@ impl Watcher {
             fd,
             dirs: Mutex::new(HashMap::new()),
             failed: AtomicBool::new(false),
-            exclude: Some((exclude, mtime)),
+            exclude: Mutex::new((exclude, mtime)),
+            // Nothing is watched yet: the first take walks everything.
+            unsaved: AtomicU64::new(u64::MAX),
+            takes: AtomicU64::new(0),
+            settings: AtomicU64::new(0),
         })
     }
 
@@ -154,7 +168,8 @@ impl Watcher {
             return None;
         }
         let dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((path, before)) = &self.exclude {
+        {
+            let (path, before) = &*self.exclude.lock().unwrap_or_else(|p| p.into_inner());
             if std::fs::metadata(path).and_then(|m| m.modified()).ok() != *before {
                 return None;
             }
@@ -214,6 +229,36 @@ impl Watcher {
         Some(dirty.finish())
     }
 
+    /// For a [`LiveWatch`]: what changed since the previous take, and the number of this take
+    /// (for [`Watcher::saved`]). `None` says "walk everything": the first take, a watch that
+    /// could not be added, an overflowed queue, changed ignore rules, capture settings other
+    /// than the previous take's (`settings`, hashed), or a previous take whose capture was
+    /// never saved (its events were drained, so only a walk can stand in for them). The walk
+    /// that follows re-arms every directory it reads.
+    pub(crate) fn take(&self, settings: u64) -> (Option<Dirty>, u64) {
+        let n = self.takes.fetch_add(1, Ordering::SeqCst) + 1;
+        let unsaved = self.unsaved.swap(n, Ordering::SeqCst) != 0;
+        let other_settings = self.settings.swap(settings, Ordering::SeqCst) != settings;
+        let doubt = unsaved || other_settings;
+        let dirty = if doubt { None } else { self.dirty() };
+        if dirty.is_none() {
+            self.failed.store(false, Ordering::Relaxed);
+            let mut exclude = self.exclude.lock().unwrap_or_else(|p| p.into_inner());
+            exclude.1 = std::fs::metadata(&exclude.0)
+                .and_then(|m| m.modified())
+                .ok();
+        }
+        (dirty, n)
+    }
+
+    /// For a [`LiveWatch`]: the capture of take `n` is the saved stat cache now, so the next
+    /// take may start from it. A later take in between (another handle's) keeps its own.
+    pub(crate) fn saved(&self, n: u64) {
+        let _ = self
+            .unsaved
+            .compare_exchange(n, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
     /// Drops the watcher on a thread of its own: closing an inotify descriptor waits for the
     /// kernel to retire its watches (see `Drop`), and the caller's remaining work (the settle's
     /// commit, the process's exit) can overlap that wait. If no thread can be started, it is
@@ -223,6 +268,56 @@ impl Watcher {
             .name("rewind-unwatch".into())
             .spawn(move || drop(self));
     }
+}
+
+/// A watcher for a long-running process (`rewind serve`), shared by every handle it opens on
+/// the workspace: armed by one whole-tree walk, it then lets each capture re-read only the
+/// directories something happened in since the previous capture, so an opaque epoch costs
+/// O(changed paths) instead of a walk of the tree.
+///
+/// Why nothing is missed: inotify queues an event in the same system call that makes the
+/// change, so once a client's writes have returned, their events are in the queue; a capture
+/// drains it under the workspace lock just before it walks. The events of one take cover
+/// every change since the previous take, whose capture is the saved stat cache (or a newer
+/// one another process saved, which only makes the re-read directories a superset). Any
+/// doubt (see [`Watcher::take`]) is a whole walk, never a missed change.
+#[derive(Clone)]
+pub struct LiveWatch(pub(crate) Arc<Watcher>);
+
+impl LiveWatch {
+    /// A watcher for the workspace rooted at `root`; `None` where inotify is unavailable or
+    /// the root's file system does not report changes made elsewhere (network and FUSE file
+    /// systems): captures then walk the tree as without a watcher.
+    pub fn new(root: &Path) -> Option<LiveWatch> {
+        if !reports_every_change(root) {
+            return None;
+        }
+        Watcher::new(root).map(|w| LiveWatch(Arc::new(w)))
+    }
+}
+
+/// Whether changes to the file system holding `path` raise inotify events whoever makes them:
+/// not on NFS, SMB, 9p, FUSE or Ceph, whose other clients change files without this kernel
+/// knowing.
+fn reports_every_change(path: &Path) -> bool {
+    const REMOTE: &[i64] = &[
+        0x6969,     // NFS
+        0x65735546, // FUSE
+        0xFF534D42, // CIFS
+        0xFE534D42, // SMB2
+        0x517B,     // SMB
+        0x01021997, // 9p (v9fs)
+        0x00C36400, // Ceph
+    ];
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a zeroed statfs is a valid out-buffer; the path is a C string.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    !REMOTE.contains(&(st.f_type as i64))
 }
 
 impl Drop for Watcher {

@@ -156,12 +156,17 @@ impl Workspace {
             *self.opaque.borrow_mut() = Some((id.clone(), lock));
         }
         if spec.paths.is_empty() {
-            // The opening capture's walk arms the watcher, directory by directory.
-            let watcher = spec
-                .process_owned
+            // The opening capture's walk arms the watcher, directory by directory; a live
+            // watcher (a server's) already watches everything.
+            let live = self.live.borrow().is_some();
+            let watcher = (spec.process_owned && !live)
                 .then(|| crate::capture::watch::Watcher::new(self.root()))
                 .flatten();
-            let found = self.capture_found_in(None, None, watcher.as_ref())?;
+            let found = if live {
+                self.capture_found(None)?
+            } else {
+                self.capture_found_in(None, None, watcher.as_ref())?
+            };
             if let Some(w) = watcher.filter(|w| w.is_complete()) {
                 *self.watcher.borrow_mut() = Some((id.clone(), w));
             }
@@ -356,7 +361,10 @@ impl Workspace {
                         oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
                     })?;
                 } else {
-                    let found = self.capture_found_in(None, dirty.as_ref(), None)?;
+                    let found = match dirty {
+                        Some(d) => self.capture_found_in(None, Some(&d), None)?,
+                        None => self.capture_found(None)?,
+                    };
                     failpoint::hit("settle-capture-before-record");
                     self.transaction(|| {
                         self.record_found(&found, &epoch.session, Some(&epoch.id))?;

@@ -43,8 +43,30 @@ impl Workspace {
     }
 
     /// Captures the whole tree and works out which paths differ from the last known state.
+    /// With a live watcher (see [`Workspace::use_live_watch`]), only what it saw change is
+    /// re-read; the take is marked saved when [`Workspace::save_state`] saves this capture.
     pub(crate) fn capture_found(&self, progress: Option<&Progress>) -> Result<Found, Error> {
-        self.capture_found_in(progress, None, None)
+        let live = self.live.borrow().as_ref().map(|(w, _)| w.clone());
+        let Some(live) = live else {
+            return self.capture_found_in(progress, None, None);
+        };
+        let settings = {
+            use std::hash::{Hash, Hasher};
+            let opts = self.capture_options(None);
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (opts.max_file_size, format!("{:?}", opts.ignored)).hash(&mut h);
+            h.finish() | 1
+        };
+        let (dirty, take) = live.0.take(settings);
+        if let Some((_, t)) = self.live.borrow_mut().as_mut() {
+            *t = take;
+        }
+        crate::base::trace::phase(if dirty.is_some() {
+            "capture: live watcher read"
+        } else {
+            "capture: live watcher cannot vouch, walking"
+        });
+        self.capture_found_in(progress, dirty.as_ref(), Some(&live.0))
     }
 
     /// As [`Workspace::capture_found`], re-reading only `dirty` directories when a watcher
@@ -280,11 +302,21 @@ impl Workspace {
     pub(crate) fn save_state(&self, found: &mut Found) -> Result<(), Error> {
         let pos = oplog::last_pos(&self.db())?;
         if !found.capture.state_changed && pos - found.capture.state.pos < 10_000 {
+            // The saved cache is still what this capture found.
+            self.live_saved();
             return Ok(());
         }
         found.capture.state.pos = pos;
         found.stamp = Some(found.capture.state.save(&self.state_path())?);
+        self.live_saved();
         Ok(())
+    }
+
+    /// The capture of the live watcher's last take is the saved stat cache now.
+    fn live_saved(&self) {
+        if let Some((w, take)) = self.live.borrow_mut().as_mut() {
+            w.0.saved(std::mem::take(take));
+        }
     }
 
     /// [`Workspace::save_state`], then keeps the state in memory for this process's next

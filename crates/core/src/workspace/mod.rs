@@ -73,6 +73,9 @@ pub struct Workspace {
     pub(crate) opaque: std::cell::RefCell<Option<(String, WorkspaceLock)>>,
     /// The watcher of this process's open opaque epoch, if it could be armed.
     pub(crate) watcher: std::cell::RefCell<Option<(String, crate::capture::watch::Watcher)>>,
+    /// A long-running process's watcher (see [`Workspace::use_live_watch`]), and the number of
+    /// its take whose capture is not saved yet.
+    pub(crate) live: std::cell::RefCell<Option<(crate::capture::watch::LiveWatch, u64)>>,
     /// The stat cache this process last loaded or saved, and which file it matches: an
     /// `exec` captures before and after its command, and the second capture takes the state
     /// the first one left instead of reading it again (see `Workspace::take_state`).
@@ -273,6 +276,7 @@ impl Workspace {
         Ok(Workspace {
             opaque: std::cell::RefCell::new(None),
             watcher: std::cell::RefCell::new(None),
+            live: std::cell::RefCell::new(None),
             state_cache: std::cell::RefCell::new(None),
             relaxed: std::cell::Cell::new(false),
             root,
@@ -282,6 +286,15 @@ impl Workspace {
             store,
             created,
         })
+    }
+
+    /// Makes every capture of this handle re-read only what `watch` saw change since the
+    /// previous capture (of any handle sharing it), instead of walking the whole tree: for a
+    /// process that keeps the workspace open (`rewind serve`). See [`LiveWatch`].
+    ///
+    /// [`LiveWatch`]: crate::capture::watch::LiveWatch
+    pub fn use_live_watch(&self, watch: crate::capture::watch::LiveWatch) {
+        *self.live.borrow_mut() = Some((watch, 0));
     }
 
     /// Whether `root` (canonical) is registered under `home`. Cheap: one file lookup.
