@@ -20,7 +20,7 @@ use crate::{ApiError, ErrorKind};
 pub const OUTPUT_LIMIT: usize = 1 << 20;
 
 /// What a command printed, as far as it was kept.
-#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, JsonSchema)]
 pub struct Output {
     /// Its standard output (lossy UTF-8), the first [`OUTPUT_LIMIT`] bytes.
     pub stdout: String,

@@ -18,6 +18,8 @@ use crate::error::ApiError;
 pub struct Context {
     dir: PathBuf,
     session: String,
+    /// The process the requests come from, when that is not this one (a server's client).
+    peer: Option<u32>,
 }
 
 /// A path relative to the workspace root (bytes, as the file system has them; empty is the
@@ -47,7 +49,20 @@ impl Context {
         Ok(Context {
             dir,
             session: session.to_string(),
+            peer: None,
         })
+    }
+
+    /// The same, for requests that process `pid` makes through this one (a server's client):
+    /// an epoch it asks to own is owned by that process.
+    pub fn with_peer(mut self, pid: u32) -> Context {
+        self.peer = Some(pid);
+        self
+    }
+
+    /// The process the requests come from, when that is not this one.
+    pub fn peer(&self) -> Option<u32> {
+        self.peer
     }
 
     /// The directory the request acts from (canonical).
@@ -71,6 +86,11 @@ impl Context {
             }
         }
         self.dir.clone()
+    }
+
+    /// The state directory of the workspace, if it is registered, without opening it.
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        rewind_core::state_dir_of(&rewind_core::rewind_home().ok()?, &self.root())
     }
 
     /// Opens the workspace (registering it on first use; `force` allows a broad root or one

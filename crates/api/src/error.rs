@@ -74,6 +74,11 @@ impl ErrorKind {
         }
     }
 
+    /// The kind a word of [`ErrorKind::as_str`] names.
+    pub fn parse(word: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == word)
+    }
+
     /// The command line's exit code for this kind.
     pub fn exit_code(self) -> i32 {
         match self {

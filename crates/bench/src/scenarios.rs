@@ -564,6 +564,7 @@ impl Bench<'_> {
             tool_call: None,
             paths: vec![target.as_bytes().to_vec()],
             process_owned: true,
+            owner_pid: None,
             note: None,
         };
         let kind = self.kind();

@@ -547,3 +547,80 @@ fn the_servers_watcher_records_exactly_what_a_walk_would() {
     assert!(server.wait_with_output().unwrap().status.success());
     fsck_clean(&env);
 }
+
+/// With a server running, `rewind exec` and `epoch begin/end` record through it: no capture
+/// runs in the command line's process (its trace has no walk), the epoch is owned by the
+/// command line's process (not the server), and the changes are the same. A command line
+/// killed mid-command leaves its epoch to recovery, as without a server, while the server
+/// goes on; REWIND_NO_SERVER=1 records locally.
+#[test]
+fn the_command_line_records_through_a_running_server() {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a\n");
+    init(&env);
+    let (server, _sock) = serve_socket(&env, &[]);
+    let traced = |args: &[&str], no_server: bool| {
+        let mut c = env.cmd(args);
+        c.env("REWIND_TRACE", "1").env("REWIND_SESSION", "S");
+        if no_server {
+            c.env("REWIND_NO_SERVER", "1");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = traced(&["exec", "--", "sh", "-c", "echo b > b.txt"], false);
+    assert!(
+        !err.contains("capture: walk"),
+        "captured by the server: {err}"
+    );
+    let log = json(&env, "S", &["log"], 0);
+    let e = &log["items"][0];
+    assert_eq!(e["note"], "sh -c echo b > b.txt", "{e}");
+    assert_ne!(
+        e["owner"]["pid"],
+        json!(server.id()),
+        "owned by the command line: {e}"
+    );
+    let shown = json(&env, "S", &["show", e["id"].as_str().unwrap()], 0);
+    assert_eq!(shown["changes"][0]["path"], "b.txt", "{shown}");
+    // epoch begin/end, with a path relative to a subdirectory.
+    std::fs::create_dir(env.root().join("sub")).unwrap();
+    let o = env
+        .cmd_here(&["-s", "S", "epoch", "begin", "--path", "c.txt"])
+        .current_dir(env.root().join("sub"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let id = String::from_utf8_lossy(&o.stdout).into_owned();
+    write(env.root(), "sub/c.txt", b"c\n");
+    let ended = json(&env, "S", &["epoch", "end", id.trim()], 0);
+    assert_eq!(ended["changes"][0]["path"], "sub/c.txt", "{ended}");
+    let err = traced(&["exec", "--", "true"], true);
+    assert!(
+        err.contains("capture: walk"),
+        "REWIND_NO_SERVER: captured here: {err}"
+    );
+    // Killed mid-command: its epoch stays open until a command's recovery settles it.
+    let mut killed = env
+        .cmd(&["exec", "--", "sh", "-c", "echo k > k.txt; sleep 30"])
+        .env("REWIND_SESSION", "S")
+        .spawn()
+        .unwrap();
+    for _ in 0..500 {
+        if env.root().join("k.txt").exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The shell's `sleep` outlives it harmlessly: the epoch's owner is the `rewind` process.
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    expect(&env, "T", &["exec", "--", "true"], 0);
+    let log = json(&env, "S", &["log"], 0);
+    let k = &log["items"][0];
+    assert_eq!(k["recovered"], true, "{k}");
+    assert_eq!(k["state"], "settled", "{k}");
+    stop(server);
+    fsck_clean(&env);
+}

@@ -43,6 +43,7 @@ fn main() {
             tool: Some("probe".into()),
             paths: vec![rel.to_vec()],
             process_owned: true,
+            owner_pid: None,
             ..Default::default()
         };
         let t = Instant::now();

@@ -65,6 +65,6 @@ pub use model::remedy::Remedy;
 pub use record::{payload_too_large, EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
-pub use workspace::home::rewind_home;
+pub use workspace::home::{rewind_home, state_dir_of};
 pub use workspace::lock::WorkspaceLock;
 pub use workspace::{OpenOptions, Status, Workspace};

@@ -57,10 +57,10 @@ pub fn action(step: &Change) -> &'static str {
 }
 
 /// A JSON view of a step.
-#[derive(Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct StepView {
     /// `create`, `delete`, `replace` (kind changes), `modify` or `mode`: see [`action`].
-    pub action: &'static str,
+    pub action: String,
     /// Workspace-relative path.
     pub path: String,
     /// What the path is expected to be now; `None`: absent.
@@ -72,7 +72,7 @@ pub struct StepView {
 impl From<&Change> for StepView {
     fn from(c: &Change) -> Self {
         StepView {
-            action: action(c),
+            action: action(c).to_string(),
             path: relpath::display(&c.path),
             before: c.before.as_ref().map(EntryView::from),
             after: c.after.as_ref().map(EntryView::from),

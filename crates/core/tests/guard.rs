@@ -174,6 +174,7 @@ fn stale_after_this_sessions_own_shell_command() {
             &EpochSpec {
                 tool: Some("exec".into()),
                 process_owned: true,
+                owner_pid: None,
                 ..Default::default()
             },
         )

@@ -292,6 +292,7 @@ fn shell_epoch(step: usize) -> EpochSpec {
         tool_call: Some(format!("call-{step}")),
         paths: Vec::new(),
         process_owned: true,
+        owner_pid: None,
         note: None,
     }
 }
@@ -405,6 +406,7 @@ fn run(ops: &[Op], live: bool) -> Result<(), TestCaseError> {
                     tool_call: Some(format!("call-{step}")),
                     paths,
                     process_owned: false,
+                    owner_pid: None,
                     note: None,
                 };
                 let row = ws.begin_epoch(SESSIONS[*s], &spec).unwrap();
@@ -453,6 +455,7 @@ fn run(ops: &[Op], live: bool) -> Result<(), TestCaseError> {
                         .map(|i| PATHS[i].as_bytes().to_vec())
                         .collect(),
                     process_owned: false,
+                    owner_pid: None,
                     note: None,
                 };
                 let write_declared = |m: &mut Model, decl: &[bool; N], w: &Writes| {

@@ -17,13 +17,15 @@ use crate::Shared;
 /// Where a connection's answers and notifications go; shared with the event hub.
 pub type Writer = Arc<Mutex<Box<dyn Write + Send>>>;
 
-/// Serves one client until it closes its side (or the server stops).
-pub fn serve(shared: &Arc<Shared>, input: impl Read, out: Writer) {
+/// Serves one client until it closes its side (or the server stops). `peer`: the client's
+/// process, when it is another one (a socket's): epochs it asks to own are owned by it.
+pub fn serve(shared: &Arc<Shared>, input: impl Read, out: Writer, peer: Option<u32>) {
     let id = shared.hub.connect(out.clone());
     let mut conn = Connection {
         shared: shared.clone(),
         id,
         out,
+        peer,
         services: HashMap::new(),
     };
     let mut input = std::io::BufReader::new(input);
@@ -92,6 +94,7 @@ struct Connection {
     shared: Arc<Shared>,
     id: u64,
     out: Writer,
+    peer: Option<u32>,
     /// One service per session this client acts for (each opens the workspace once).
     services: HashMap<String, Service>,
 }
@@ -169,7 +172,10 @@ impl Connection {
         let svc = match self.services.get(&session) {
             Some(s) => s,
             None => {
-                let ctx = Context::new(&self.shared.root, &session)?;
+                let mut ctx = Context::new(&self.shared.root, &session)?;
+                if let Some(pid) = self.peer {
+                    ctx = ctx.with_peer(pid);
+                }
                 let mut svc = Service::new(ctx);
                 if let Some(w) = &self.shared.live {
                     svc = svc.with_live_watch(w.clone());

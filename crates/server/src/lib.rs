@@ -16,6 +16,7 @@
 //!   server killed outright leaves what a killed command leaves: the next command's recovery
 //!   finishes it.
 
+pub mod client;
 mod connection;
 mod events;
 mod lock;
@@ -114,7 +115,7 @@ pub fn serve(opts: &Options, ready: impl FnOnce(Option<&Path>)) -> Result<(), Ap
             });
             ready(None);
             let out: connection::Writer = Arc::new(Mutex::new(Box::new(std::io::stdout())));
-            connection::serve(&shared, std::io::stdin(), out);
+            connection::serve(&shared, std::io::stdin(), out, None);
             drain(&shared);
             drop(lock);
             Ok(())
@@ -168,9 +169,11 @@ fn listen(path: &Path) -> Result<UnixListener, ApiError> {
 fn client(shared: &Arc<Shared>, conn: UnixStream) {
     let Ok(out) = conn.try_clone() else { return };
     let out: connection::Writer = Arc::new(Mutex::new(Box::new(out)));
-    match lock::peer_uid(&conn) {
+    match lock::peer(&conn) {
         // SAFETY: geteuid cannot fail.
-        Some(uid) if uid == unsafe { libc::geteuid() } => connection::serve(shared, conn, out),
+        Some((uid, pid)) if uid == unsafe { libc::geteuid() } => {
+            connection::serve(shared, conn, out, Some(pid))
+        }
         _ => connection::send(
             &out,
             &protocol::error(

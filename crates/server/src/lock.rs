@@ -64,8 +64,8 @@ impl Drop for ServerLock {
     }
 }
 
-/// The uid of the process at the other end of `conn`.
-pub fn peer_uid(conn: &UnixStream) -> Option<u32> {
+/// The uid and pid of the process at the other end of `conn`.
+pub fn peer(conn: &UnixStream) -> Option<(u32, u32)> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,
@@ -82,7 +82,7 @@ pub fn peer_uid(conn: &UnixStream) -> Option<u32> {
             &mut len,
         )
     };
-    (r == 0).then_some(cred.uid)
+    (r == 0).then_some((cred.uid, cred.pid as u32))
 }
 
 /// Blocks SIGTERM and SIGINT in this thread and every thread it starts from now on, so that

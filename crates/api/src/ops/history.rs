@@ -86,10 +86,10 @@ impl ShownChange {
             .flatten()
             .any(|e| e.kind == EntryKind::Uncovered);
         if pending {
-            change.action = "pending";
+            change.action = "pending".into();
             change.after = None;
         } else if uncovered {
-            change.action = "uncovered";
+            change.action = "uncovered".into();
         }
         ShownChange {
             change,

@@ -63,10 +63,18 @@ pub struct EpochBeginRequest {
     /// Paths the tool will write; a directory declares everything below it.
     #[serde(default)]
     pub paths: Vec<PathBuf>,
+    /// Owned by the calling process instead of the session: once that process is gone,
+    /// the next command's recovery settles it (what `exec` does around its command). Over a
+    /// server's socket, the calling process is the one connected.
+    #[serde(default)]
+    pub process_owned: bool,
+    /// Free text shown by `log` and `show`, such as a shell command's command line.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 /// The epoch opened.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct EpochBeginResponse {
     /// The epoch's id (16 hex digits), for `epoch_end`.
     pub id: String,
@@ -89,7 +97,7 @@ pub struct EpochEndRequest {
 }
 
 /// The epoch settled or aborted, and what it changed.
-#[derive(Serialize, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema)]
 pub struct EpochEndResponse {
     /// The epoch's id.
     pub id: String,
@@ -126,7 +134,7 @@ pub struct ExecRequest {
 }
 
 /// How the command ended and what its epoch recorded.
-#[derive(Serialize, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema)]
 pub struct ExecResponse {
     /// The command's exit code (128+N if killed by signal N).
     pub exit_code: i32,
@@ -186,13 +194,24 @@ impl Service {
 
     /// The `epoch_begin` operation: see [`EpochBeginRequest`].
     pub fn epoch_begin(&self, req: &EpochBeginRequest) -> Result<EpochBeginResponse, ApiError> {
+        self.begin(req, self.ctx.peer())
+    }
+
+    /// Opens the epoch; a process-owned one is owned by `owner` when given, else by this
+    /// process.
+    fn begin(
+        &self,
+        req: &EpochBeginRequest,
+        owner: Option<u32>,
+    ) -> Result<EpochBeginResponse, ApiError> {
         let ws = self.ws()?;
         let spec = EpochSpec {
             tool: req.tool.clone(),
             tool_call: req.tool_call.clone(),
             paths: self.ctx.ws_paths(ws.root(), &req.paths)?,
-            process_owned: false,
-            note: None,
+            process_owned: req.process_owned,
+            owner_pid: owner.filter(|_| req.process_owned),
+            note: req.note.clone(),
         };
         let e = ws.begin_epoch(self.ctx.session(), &spec)?;
         Ok(EpochBeginResponse {
@@ -217,7 +236,18 @@ impl Service {
     /// settled even when the command could not start (what it may have changed is recorded);
     /// then that failure is the error.
     pub fn exec(&self, req: &ExecRequest) -> Result<ExecResponse, ApiError> {
-        let ws = self.ws()?;
+        self.exec_with(req, self)
+    }
+
+    /// [`Service::exec`] with its epoch begun and ended by `recorder`: this service, or a
+    /// server that watches the workspace (whose captures cost what changed, not a walk). The
+    /// command runs here either way, in this process's directory and with its streams, and
+    /// the epoch is owned by this process, so recovery settles it if this process dies.
+    pub fn exec_with(
+        &self,
+        req: &ExecRequest,
+        recorder: &dyn Recorder,
+    ) -> Result<ExecResponse, ApiError> {
         let Some(program) = req.command.first() else {
             return Err(ApiError::usage("no command to run"));
         };
@@ -233,14 +263,13 @@ impl Service {
             }
             None => None,
         };
-        let spec = EpochSpec {
+        let epoch = recorder.epoch_begin(&EpochBeginRequest {
             tool: req.tool.clone().or_else(|| Some("exec".into())),
             tool_call: req.tool_call.clone(),
             paths: Vec::new(),
             process_owned: true,
             note: Some(command_line(&req.command)),
-        };
-        let epoch = ws.begin_epoch(self.ctx.session(), &spec)?;
+        })?;
         rewind_core::trace::phase("epoch begun");
         let command = match sandboxed {
             Some(policy) => policy
@@ -255,16 +284,39 @@ impl Service {
         };
         let ran = command.and_then(|c| c.run(req.collect_output));
         rewind_core::trace::phase("command ran");
-        let settled = ws.end_epoch(self.ctx.session(), Some(&epoch.id), ran.is_err());
+        let settled = recorder.epoch_end(&EpochEndRequest {
+            epoch: Some(epoch.id),
+            abort: ran.is_err(),
+        });
         rewind_core::trace::phase("epoch settled");
         let (status, output) = ran?;
         let settled = settled?;
         Ok(ExecResponse {
             exit_code: exit_code(status),
-            changes: changes(&settled),
-            epoch: settled.epoch.id,
+            changes: settled.changes,
+            epoch: settled.id,
             output,
         })
+    }
+}
+
+/// Where [`Service::exec_with`] records its epoch: a service of this process, or a server's.
+pub trait Recorder {
+    /// Opens the epoch ([`Service::epoch_begin`]).
+    fn epoch_begin(&self, req: &EpochBeginRequest) -> Result<EpochBeginResponse, ApiError>;
+    /// Settles or aborts it ([`Service::epoch_end`]).
+    fn epoch_end(&self, req: &EpochEndRequest) -> Result<EpochEndResponse, ApiError>;
+}
+
+/// This process's service records the epochs of the commands this process runs: owned by
+/// this process, whoever asked.
+impl Recorder for Service {
+    fn epoch_begin(&self, req: &EpochBeginRequest) -> Result<EpochBeginResponse, ApiError> {
+        self.begin(req, None)
+    }
+
+    fn epoch_end(&self, req: &EpochEndRequest) -> Result<EpochEndResponse, ApiError> {
+        Service::epoch_end(self, req)
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use rewind_api::{EpochBeginRequest, EpochEndRequest};
+use rewind_api::{EpochBeginRequest, EpochEndRequest, Recorder};
 
 use super::ToolArgs;
 use crate::output::emit;
@@ -50,18 +50,27 @@ pub struct EndArgs {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let service = super::service(cli)?;
+    // Through the workspace's server when one runs (see `exec`).
+    let server = super::server(&service);
+    let recorder: &dyn Recorder = match &server {
+        Some(s) => s,
+        None => &service,
+    };
     match &args.command {
         Sub::Begin(a) => {
-            let began = service.epoch_begin(&EpochBeginRequest {
+            let began = recorder.epoch_begin(&EpochBeginRequest {
                 tool: a.tool.tool.clone(),
                 tool_call: a.tool.tool_call.clone(),
-                paths: a.paths.clone(),
+                // The server takes them from the root: given from here, they are absolute.
+                paths: a.paths.iter().map(|p| cli.dir.join(p)).collect(),
+                process_owned: false,
+                note: None,
             })?;
             emit(cli.json, &began, |b| println!("{}", b.id))?;
         }
         Sub::End(a) | Sub::Abort(a) => {
             let abort = matches!(args.command, Sub::Abort(_));
-            let out = service.epoch_end(&EpochEndRequest {
+            let out = recorder.epoch_end(&EpochEndRequest {
                 epoch: a.epoch.clone(),
                 abort,
             })?;

@@ -11,7 +11,9 @@ use crate::Cli;
 ///
 /// The command's stdin, stdout and stderr are its own; rewind's messages go to stderr with the
 /// prefix `rewind:`. Exits with the command's exit code (128+N if killed by signal N). The
-/// command runs in the current directory, or in DIR of `rewind -C DIR`.
+/// command runs in the current directory, or in DIR of `rewind -C DIR`. When `rewind serve`
+/// runs for the workspace, the epoch is recorded through it (its file watcher spares the two
+/// walks of the tree); REWIND_NO_SERVER=1 records it here.
 ///
 /// Examples:
 ///   rewind exec -- sed -i s/foo/bar/ src/lib.rs
@@ -30,13 +32,20 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let out = super::service(cli)?.exec(&rewind_api::ExecRequest {
+    let service = super::service(cli)?;
+    let req = rewind_api::ExecRequest {
         command: args.command.clone(),
         sandbox: args.sandbox,
         tool: args.tool.tool.clone(),
         tool_call: args.tool.tool_call.clone(),
         collect_output: false,
-    })?;
+    };
+    // With a server running for the workspace, it records the epoch (its watcher knows what
+    // changed); the command runs here either way.
+    let out = match super::server(&service) {
+        Some(server) => service.exec_with(&req, &server)?,
+        None => service.exec(&req)?,
+    };
     if !out.changes.is_empty() && std::env::var_os("REWIND_QUIET").is_none() {
         eprintln!(
             "rewind: epoch {} recorded {} changed paths",

@@ -79,6 +79,12 @@ pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
     )?))
 }
 
+/// The workspace's running server, acting for this invocation's session; `None` when none
+/// runs (or REWIND_NO_SERVER is set).
+pub fn server(service: &rewind_api::Service) -> Option<rewind_server::client::Client> {
+    rewind_server::client::Client::for_workspace(service.context())
+}
+
 /// How the epoch of a tool is labelled (`exec`, `epoch begin` and the guarded tools).
 #[derive(clap::Args, Debug)]
 pub struct ToolArgs {

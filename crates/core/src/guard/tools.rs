@@ -375,6 +375,7 @@ impl Workspace {
             tool_call: tool.id.clone(),
             paths: plan.epoch_paths(),
             process_owned: true,
+            owner_pid: None,
             note: None,
         };
         let _lock = self.lock(crate::workspace::lock::default_wait(), "guarded write")?;

@@ -80,10 +80,10 @@ pub struct Change {
 }
 
 /// A JSON-friendly view of an entry.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct EntryView {
     /// `file`, `executable`, `symlink`, `dir` or `uncovered`.
-    pub kind: &'static str,
+    pub kind: String,
     /// Permission bits, four octal digits (`0644`).
     pub mode: String,
     /// Content size in bytes (link text length for symlinks, 0 for directories).
@@ -95,7 +95,7 @@ pub struct EntryView {
 impl From<&Entry> for EntryView {
     fn from(e: &Entry) -> Self {
         EntryView {
-            kind: e.kind_name(),
+            kind: e.kind_name().to_string(),
             mode: format!("{:04o}", e.mode),
             size: e.size,
             id: if e.id.is_zero() {

@@ -7,7 +7,9 @@ use serde::Serialize;
 use crate::model::entry::Change;
 
 /// What an epoch is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EpochKind {
     /// An edit/write/patch tool: only its declared paths, no scan.
@@ -42,7 +44,9 @@ impl EpochKind {
 }
 
 /// Where an epoch is in its life. Only an open epoch can still gain changes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EpochState {
     /// Begun and not yet ended: its tool may be writing now.

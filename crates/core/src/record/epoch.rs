@@ -121,10 +121,10 @@ impl Workspace {
         self.recover_locked()?;
         self.settle_session_epochs(session)?;
         crate::base::trace::phase("epoch begin: recovered");
-        let owner = if spec.process_owned {
-            this_process()
-        } else {
-            Owner::Session
+        let owner = match (spec.process_owned, spec.owner_pid) {
+            (false, _) => Owner::Session,
+            (true, None) => this_process(),
+            (true, Some(pid)) => crate::record::process::process(pid),
         };
         let id = random_hex();
         let now = now_ns();

@@ -32,8 +32,12 @@ pub struct EpochSpec {
     pub tool_call: Option<String>,
     /// Declared paths: an exact epoch. Empty: an opaque epoch.
     pub paths: Vec<Vec<u8>>,
-    /// False: owned by the session (open across commands). True: owned by this process.
+    /// False: owned by the session (open across commands). True: owned by this process, or by
+    /// `owner_pid`.
     pub process_owned: bool,
+    /// With `process_owned`: the process that owns it when that is not this one (a server's
+    /// client that runs the command itself): settled by recovery once that process is gone.
+    pub owner_pid: Option<u32>,
     /// Free text shown by `log`/`show` (e.g. the command line of `exec`).
     pub note: Option<String>,
 }
@@ -100,6 +104,7 @@ mod tests {
             tool_call: None,
             paths: vec![b"a".to_vec()],
             process_owned: false,
+            owner_pid: None,
             note: None,
         };
         let e = ws.begin_epoch("s", &spec).unwrap();
@@ -181,6 +186,7 @@ mod tests {
                     tool_call: None,
                     paths: vec![b"x".to_vec()],
                     process_owned: false,
+                    owner_pid: None,
                     note: None,
                 },
             )

@@ -5,7 +5,11 @@ use crate::db::oplog::Owner;
 
 /// This process's identity for ownership of open epochs: pid and start time (pids are reused).
 pub fn this_process() -> Owner {
-    let pid = std::process::id();
+    process(std::process::id())
+}
+
+/// Process `pid`'s identity (see [`this_process`]).
+pub fn process(pid: u32) -> Owner {
     Owner::Process {
         pid,
         start: process_start(pid).unwrap_or(0),

@@ -26,3 +26,14 @@ pub fn rewind_home() -> Result<PathBuf, Error> {
         "cannot tell where to keep state: set REWIND_HOME (or HOME) to a directory".into(),
     ))
 }
+
+/// The state directory of the workspace registered for `root` (canonical) under `home`, without
+/// opening it: one small file read. `None` when `root` is not registered.
+pub fn state_dir_of(home: &std::path::Path, root: &std::path::Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let key = blake3::hash(root.as_os_str().as_bytes()).to_hex();
+    let id = std::fs::read_to_string(home.join("roots").join(key.as_str())).ok()?;
+    let id = id.trim();
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| home.join("workspaces").join(id))
+}
