@@ -624,3 +624,121 @@ fn the_command_line_records_through_a_running_server() {
     stop(server);
     fsck_clean(&env);
 }
+
+/// The server's resident memory, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Load: 50 clients for 60 seconds (`REWIND_LOAD_SECS` to change it), each its own session
+/// and file, issuing guarded writes (exact epochs), commands (opaque epochs), checkpoints and
+/// restores to their last checkpoint, on one workspace. No answer is an error other than
+/// busy; every epoch a client was told about is in the log; fsck is clean; the server's
+/// memory does not grow without bound (its peak is printed).
+#[test]
+fn fifty_clients_for_a_minute() {
+    let secs: u64 = std::env::var("REWIND_LOAD_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let env = Env::new();
+    for i in 0..50 {
+        write(env.root(), &format!("c{i}/f.txt"), b"0\n");
+    }
+    init(&env);
+    let (server, sock) = serve_socket(&env, &[]);
+    let pid = server.id();
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    let rss = std::sync::Mutex::new(Vec::new());
+    let told: Vec<Vec<String>> = std::thread::scope(|s| {
+        s.spawn(|| {
+            while std::time::Instant::now() < deadline {
+                rss.lock().unwrap().push(rss_kib(pid));
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        let workers: Vec<_> = (0..50)
+            .map(|i| {
+                let sock = &sock;
+                s.spawn(move || {
+                    let mut c = Client::socket(sock);
+                    let session = format!("L{i}");
+                    let file = format!("c{i}/f.txt");
+                    let mut epochs = Vec::new();
+                    let mut checkpoint: Option<String> = None;
+                    let mut n = 0u64;
+                    c.call("read", json!({"session": session, "paths": [file]}));
+                    while std::time::Instant::now() < deadline {
+                        n += 1;
+                        let (method, params) = match n % 4 {
+                            0 => ("write", json!({"session": session, "path": file, "content": format!("{n}\n")})),
+                            1 => ("exec", json!({"session": session, "command": ["sh", "-c", format!("echo {n} >> {file}")]})),
+                            2 => ("checkpoint", json!({"session": session, "message": format!("{session}-m{n}")})),
+                            _ => match &checkpoint {
+                                Some(m) => ("restore", json!({"session": session, "target": m})),
+                                None => continue,
+                            },
+                        };
+                        let v = c.request(method, params);
+                        if let Some(e) = v.get("error") {
+                            assert_eq!(e["data"]["kind"], "busy", "{method}: {v}");
+                            continue;
+                        }
+                        let r = &v["result"];
+                        match method {
+                            "write" => epochs.push(r["id"].as_str().unwrap().to_string()),
+                            "exec" => epochs.push(r["epoch"].as_str().unwrap().to_string()),
+                            "checkpoint" => checkpoint = Some(r["message"].as_str().unwrap().to_string()),
+                            _ => {
+                                if let Some(e) = r["epoch"].as_str() {
+                                    epochs.push(e.to_string());
+                                }
+                            }
+                        }
+                        // A restore may leave the file other than the session last read it:
+                        // read again so the next write is allowed.
+                        if method == "restore" {
+                            c.call("read", json!({"session": session, "paths": [file]}));
+                        }
+                    }
+                    epochs
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let samples = rss.into_inner().unwrap();
+    let peak = samples.iter().copied().max().unwrap_or(0);
+    let settled = samples.get(samples.len() / 4).copied().unwrap_or(peak);
+    println!(
+        "server RSS: peak {peak} KiB, a quarter in {settled} KiB, {} samples",
+        samples.len()
+    );
+    stop(server);
+    let log = json(&env, "any", &["log", "--all-sessions", "--limit", "0"], 0);
+    let logged: std::collections::HashSet<&str> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["id"].as_str())
+        .collect();
+    let all: Vec<&String> = told.iter().flatten().collect();
+    assert!(all.len() > 50, "work was done: {}", all.len());
+    println!("{} epochs answered, all in the log", all.len());
+    for id in &all {
+        assert!(
+            logged.contains(id.as_str()),
+            "epoch {id} was answered but is not in the log"
+        );
+    }
+    fsck_clean(&env);
+    assert!(
+        peak < settled.max(1) * 3,
+        "the server's memory grew from {settled} KiB to {peak} KiB"
+    );
+}
