@@ -294,6 +294,10 @@ fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     assert!(meta.file_type().is_socket());
     assert_eq!(meta.permissions().mode() & 0o777, 0o600, "owner-only");
+    let status = json(&env, "A", &["status"], 0);
+    assert_eq!(status["server"]["pid"], json!(server.id()), "{status}");
+    assert_eq!(status["server"]["socket"], json!(sock), "{status}");
+    assert_eq!(status["server"]["watcher"], true, "{status}");
     let second = env.run(&["serve"]);
     assert_eq!(second.status.code(), Some(1), "{}", text(&second));
     assert!(
@@ -358,6 +362,10 @@ fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
     let out = stop(server);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!sock.exists(), "the socket is removed");
+    assert!(
+        json(&env, "A", &["status"], 0)["server"].is_null(),
+        "no server now"
+    );
     // The next server starts.
     let (again, _) = serve_socket(&env, &[]);
     stop(again);

@@ -4,7 +4,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use rewind_api::{
@@ -29,9 +28,7 @@ impl Client {
         if std::env::var_os("REWIND_NO_SERVER").is_some_and(|v| !v.is_empty()) {
             return None;
         }
-        let info = std::fs::read(ctx.state_dir()?.join("serve.json")).ok()?;
-        let info: Value = serde_json::from_slice(&info).ok()?;
-        let socket = PathBuf::from(info["socket"].as_str()?);
+        let socket = rewind_api::running_server(&ctx.state_dir()?)?.socket?;
         let stream = UnixStream::connect(socket).ok()?;
         stream.set_read_timeout(None).ok()?;
         stream

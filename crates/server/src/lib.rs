@@ -8,7 +8,8 @@
 //! Invariants:
 //! - One server per workspace: it holds an exclusive `flock` on `serve.lock` in the
 //!   workspace's state directory for its whole life; `serve.json` beside it says where it
-//!   listens. A second server reads that and refuses to start.
+//!   listens ([`rewind_api::ServerInfo`], which `status` shows). A second server reads that and
+//!   refuses to start.
 //! - The socket (default `serve.sock` in the state directory) is made owner-only (0600), and a
 //!   peer whose uid is not the server's is refused before anything is read from it.
 //! - A stop (SIGTERM, SIGINT, or standard input closing with `--stdio`) takes no new requests,
@@ -87,10 +88,10 @@ pub fn serve(opts: &Options, ready: impl FnOnce(Option<&Path>)) -> Result<(), Ap
         Transport::Stdio => None,
         Transport::Socket(p) => Some(p.clone().unwrap_or_else(|| state.join("serve.sock"))),
     };
-    let lock = lock::ServerLock::take(&state, socket.as_deref())?;
+    let live = rewind_api::LiveWatch::new(&root);
+    let lock = lock::ServerLock::take(&state, socket.as_deref(), live.is_some())?;
     let info = lock.info().to_path_buf();
     // Armed by a whole-tree capture, which also records what changed while no server ran.
-    let live = rewind_api::LiveWatch::new(&root);
     if let Some(w) = &live {
         let ctx = rewind_api::Context::new(&root, &opts.session)?;
         rewind_api::Service::new(ctx)

@@ -7,7 +7,6 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use rewind_api::{ApiError, ErrorKind};
-use serde_json::json;
 
 /// The held lock of the workspace's one server; dropping it (or the process dying) frees it.
 pub struct ServerLock {
@@ -17,17 +16,22 @@ pub struct ServerLock {
 
 impl ServerLock {
     /// Takes the lock in `state` (the workspace's state directory) and writes where this
-    /// server listens; refuses when another server holds it, saying where that one listens.
-    pub fn take(state: &Path, socket: Option<&Path>) -> Result<ServerLock, ApiError> {
+    /// server listens (`serve.json`); refuses when another server holds it, saying where that
+    /// one listens.
+    pub fn take(
+        state: &Path,
+        socket: Option<&Path>,
+        watcher: bool,
+    ) -> Result<ServerLock, ApiError> {
         let io =
             |what: &str, e: std::io::Error| ApiError::new(ErrorKind::Error, format!("{what}: {e}"));
         let file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(state.join("serve.lock"))
+            .open(state.join(rewind_api::SERVER_LOCK))
             .map_err(|e| io("opening the server lock", e))?;
-        let info = state.join("serve.json");
+        let info = state.join(rewind_api::SERVER_INFO);
         // SAFETY: valid fd.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let other: serde_json::Value = std::fs::read(&info)
@@ -47,8 +51,9 @@ impl ServerLock {
             )
             .hint("use that server, or stop it first"));
         }
-        let doc = json!({"pid": std::process::id(), "socket": socket});
-        std::fs::write(&info, doc.to_string()).map_err(|e| io("writing serve.json", e))?;
+        let doc = rewind_api::server_info(socket, watcher);
+        std::fs::write(&info, serde_json::to_vec(&doc).expect("serializable"))
+            .map_err(|e| io("writing serve.json", e))?;
         Ok(ServerLock { _file: file, info })
     }
 

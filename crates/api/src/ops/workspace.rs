@@ -107,7 +107,10 @@ impl Service {
 
     /// The `status` operation: see [`StatusRequest`]. Reads only.
     pub fn status(&self, _req: &StatusRequest) -> Result<StatusResponse, ApiError> {
-        Ok(self.ws()?.status()?)
+        let ws = self.ws()?;
+        let mut status = ws.status()?;
+        status.server = running_server(ws.state_dir());
+        Ok(status)
     }
 
     /// The `fsck` operation: see [`FsckRequest`]. Writes nothing.
@@ -127,6 +130,32 @@ impl Service {
     /// The `recover` operation: see [`RecoverRequest`].
     pub fn recover(&self, _req: &RecoverRequest) -> Result<RecoverResponse, ApiError> {
         Ok(self.ws()?.recover()?)
+    }
+}
+
+/// The server of the workspace whose state directory is `state`, if one runs: its
+/// `serve.json`, when the process it names is alive.
+pub fn running_server(state: &std::path::Path) -> Option<rewind_core::ServerInfo> {
+    let info: rewind_core::ServerInfo =
+        serde_json::from_slice(&std::fs::read(state.join(rewind_core::SERVER_INFO)).ok()?).ok()?;
+    let owner = rewind_core::Owner::Process {
+        pid: info.pid,
+        start: info.start,
+    };
+    rewind_core::owner_alive(&owner).then_some(info)
+}
+
+/// `serve.json` for this process, serving at `socket` (`None`: its standard input), with or
+/// without a file watcher.
+pub fn server_info(socket: Option<&std::path::Path>, watcher: bool) -> rewind_core::ServerInfo {
+    let rewind_core::Owner::Process { pid, start } = rewind_core::this_process() else {
+        unreachable!("a process identity");
+    };
+    rewind_core::ServerInfo {
+        pid,
+        start,
+        socket: socket.map(std::path::Path::to_path_buf),
+        watcher,
     }
 }
 

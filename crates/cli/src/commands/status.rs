@@ -47,6 +47,18 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
                 e.tool.as_deref().unwrap_or("-")
             );
         }
+        if let Some(srv) = &s.server {
+            let at = match &srv.socket {
+                Some(p) => format!("on {}", p.display()),
+                None => "on its standard input".to_string(),
+            };
+            let watcher = if srv.watcher {
+                "its file watcher vouches for changes"
+            } else {
+                "no file watcher: its captures walk the tree"
+            };
+            println!("server     pid {} {at}; {watcher}", srv.pid);
+        }
         for r in &s.unfinished_restores {
             println!(
                 "unfinished restore {r} (the next command finishes it; or run `rewind recover`)"

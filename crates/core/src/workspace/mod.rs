@@ -8,6 +8,7 @@
 
 pub(crate) mod home;
 pub mod lock;
+pub mod server;
 
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
@@ -117,6 +118,9 @@ pub struct Status {
     /// Paths whose content the last capture could not take (from the stat cache): never
     /// restored, never deleted.
     pub uncovered: Vec<Uncovered>,
+    /// The workspace's running server (`rewind serve`), if any: the service fills it in
+    /// (the engine does not know servers).
+    pub server: Option<server::ServerInfo>,
 }
 
 /// A session and where its conversation is.
@@ -439,6 +443,7 @@ impl Workspace {
             open_epochs: self.open_epochs()?,
             unfinished_restores: self.unfinished_restores()?,
             uncovered,
+            server: None,
         })
     }
 
