@@ -34,6 +34,25 @@ pub struct Config {
     /// `[checkpoint]`: limits of checkpoints.
     #[serde(default)]
     pub checkpoint: CheckpointConfig,
+    /// `[restore]`: how a restore treats paths someone else changed since.
+    #[serde(default)]
+    pub restore: RestoreConfig,
+}
+
+/// The `[restore]` section.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreConfig {
+    /// Restores and undos merge by default (`--merge`): a path someone else changed since is
+    /// merged when the changes touch different lines. Default false.
+    pub merge: Option<bool>,
+}
+
+impl RestoreConfig {
+    /// Whether restores merge unless told otherwise.
+    pub fn merge(&self) -> bool {
+        self.merge.unwrap_or(false)
+    }
 }
 
 /// The `[checkpoint]` section.

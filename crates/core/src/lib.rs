@@ -44,7 +44,7 @@ mod workspace;
 
 pub use base::{failpoint, trace};
 pub use fs::relpath;
-pub use text::{edit, patch};
+pub use text::{edit, merge, patch};
 
 pub use capture::scan::Progress;
 pub use capture::watch::LiveWatch;

@@ -11,6 +11,7 @@ mod common;
 mod atime;
 mod guard;
 mod layout;
+mod merge;
 mod model;
 mod restore;
 mod roundtrip;

@@ -36,6 +36,11 @@ pub struct RestoreRequest {
     /// Limit to these paths (and what is under them).
     #[serde(default)]
     pub paths: Vec<PathBuf>,
+    /// Where a path was changed since by someone else, undo only the session's lines when
+    /// the changes touch different lines (a conflict otherwise, naming the lines); default:
+    /// the `[restore] merge` setting (off).
+    #[serde(default)]
+    pub merge: Option<bool>,
 }
 
 /// Undo the session's last epoch (or the named one); undoing a restore is redo.
@@ -51,6 +56,9 @@ pub struct UndoRequest {
     /// Overwrite conflicting paths (their current content is kept in the restore epoch).
     #[serde(default)]
     pub force: bool,
+    /// As for `restore`: merge where the changes touch different lines.
+    #[serde(default)]
+    pub merge: Option<bool>,
 }
 
 /// What a restore or undo did, or (dry run) would do. Refused (`refused: true`, nothing
@@ -77,6 +85,18 @@ pub struct RestoreResponse {
     pub head: Option<String>,
     /// The target checkpoint's payload (lossy UTF-8).
     pub payload: Option<String>,
+    /// Files merged (`merge`): the session's lines undone, everyone else's kept. Their steps
+    /// are in `steps`.
+    pub merged: Vec<MergedFile>,
+}
+
+/// A file a merged restore changes.
+#[derive(Serialize, JsonSchema)]
+pub struct MergedFile {
+    /// Workspace-relative path.
+    pub path: String,
+    /// What the merge changes in the file as it is now: a unified diff.
+    pub patch: String,
 }
 
 /// See [`UndoRequest`].
@@ -98,6 +118,14 @@ impl RestoreResponse {
                 .payload
                 .as_ref()
                 .map(|p| String::from_utf8_lossy(p).into_owned()),
+            merged: out
+                .merged
+                .iter()
+                .map(|m| MergedFile {
+                    path: rewind_core::relpath::display(&m.path),
+                    patch: m.patch.clone(),
+                })
+                .collect(),
         }
     }
 }
@@ -122,6 +150,7 @@ impl Service {
             mode,
             paths,
             wait: None,
+            merge: req.merge.unwrap_or(ws.config().restore.merge()),
         };
         let out = ws.restore(self.ctx.session(), &target, &opts)?;
         Ok(RestoreResponse::new(out, &opts))
@@ -133,6 +162,7 @@ impl Service {
         let opts = RewindOptions {
             dry_run: req.dry_run,
             force: req.force,
+            merge: req.merge.unwrap_or(ws.config().restore.merge()),
             ..Default::default()
         };
         let out = ws.undo(self.ctx.session(), req.epoch.as_deref(), &opts)?;

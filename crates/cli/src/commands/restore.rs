@@ -49,6 +49,24 @@ pub struct Common {
     /// Overwrite conflicting paths (their current content is kept in the restore epoch).
     #[arg(long)]
     pub force: bool,
+    /// Where someone else changed a file since, undo only this session's lines when the two
+    /// changes touch different lines (else a conflict naming the lines). Default: the
+    /// `[restore] merge` setting.
+    #[arg(long, conflicts_with = "no_merge")]
+    pub merge: bool,
+    /// Do not merge, whatever `[restore] merge` says.
+    #[arg(long)]
+    pub no_merge: bool,
+}
+
+impl Common {
+    fn merge(&self) -> Option<bool> {
+        match (self.merge, self.no_merge) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
 }
 
 /// Undo the session's last epoch (or the named one); undoing a restore is redo.
@@ -74,6 +92,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         files_only: args.files_only,
         head_only: args.head_only,
         paths: args.paths.clone(),
+        merge: args.common.merge(),
     })?;
     report(cli, &out)
 }
@@ -83,6 +102,7 @@ pub fn run_undo(cli: &Cli, args: &UndoArgs) -> anyhow::Result<i32> {
         epoch: args.epoch.clone(),
         dry_run: args.common.dry_run,
         force: args.common.force,
+        merge: args.common.merge(),
     })?;
     report(cli, &out)
 }
@@ -92,7 +112,14 @@ fn report(cli: &Cli, doc: &RestoreResponse) -> anyhow::Result<i32> {
     emit(cli.json, doc, |d| {
         let would = if d.applied { "" } else { "would " };
         for s in &d.steps {
-            println!("{would}{:<8} {}", s.action, s.path);
+            let merged = d.merged.iter().any(|m| m.path == s.path);
+            let action = if merged { "merge" } else { s.action.as_str() };
+            println!("{would}{action:<8} {}", s.path);
+        }
+        if !d.applied {
+            for m in &d.merged {
+                print!("{}", m.patch);
+            }
         }
         for c in &d.conflicts {
             eprintln!(
@@ -100,6 +127,9 @@ fn report(cli: &Cli, doc: &RestoreResponse) -> anyhow::Result<i32> {
                 String::from_utf8_lossy(&c.path),
                 c.changed_by
             );
+            if let Some(why) = &c.unmerged {
+                eprintln!("  {why}");
+            }
         }
         for s in d.skipped.iter().chain(&d.kept) {
             eprintln!(

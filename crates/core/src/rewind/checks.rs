@@ -77,7 +77,8 @@ impl Workspace {
     /// to a step is a directory (not a symlink that could lead out, not a file) unless the
     /// plan makes it one, every object the plan writes is readable and verified, every
     /// directory written in is writable and the file system has room.
-    pub(super) fn checks_before_writing(&self, steps: &[Change]) -> Result<(), Error> {
+    pub(super) fn checks_before_writing(&self, out: &RewindOutcome) -> Result<(), Error> {
+        let steps = &out.steps;
         let root = self.rootdir()?;
         let made_dirs: std::collections::HashSet<&[u8]> = steps
             .iter()
@@ -113,7 +114,13 @@ impl Workspace {
                 dir = relpath::split(dir).0;
             }
         }
-        self.verify_objects(steps)?;
+        // A merged file's content is in memory, not yet in the store.
+        let stored: Vec<Change> = steps
+            .iter()
+            .filter(|s| !out.merged.iter().any(|m| m.path == s.path))
+            .cloned()
+            .collect();
+        self.verify_objects(&stored)?;
         preflight_writes(self.root(), steps)
     }
 

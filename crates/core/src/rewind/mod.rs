@@ -9,8 +9,10 @@
 //! and the journal's completion are committed in one transaction at the end.
 
 mod apply;
+mod merge;
 
 pub use apply::Recovered;
+pub use merge::Merged;
 
 use std::time::{Duration, Instant};
 
@@ -61,6 +63,9 @@ pub struct RewindOptions {
     pub paths: Vec<Vec<u8>>,
     /// How long to wait for a running tool call of the session to finish.
     pub wait: Option<Duration>,
+    /// Where a path was changed since by someone else, undo only the session's lines when
+    /// the two changes touch different lines (see `merge`); else it is a conflict as without.
+    pub merge: bool,
 }
 
 /// A resolved restore target.
@@ -102,6 +107,13 @@ pub struct Conflict {
     pub current: Option<EntryView>,
     /// Who changed it since, if the op log knows.
     pub changed_by: String,
+    /// With `--merge`: why it could not be merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unmerged: Option<String>,
+    /// With `--merge`: the lines both changed, in the session's last write (`ancestor`), the
+    /// content the restore goes back to (`ours`) and the file now (`theirs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overlaps: Vec<crate::merge::Overlap>,
 }
 
 /// What a restore or undo did, or (dry run) would do.
@@ -125,6 +137,9 @@ pub struct RewindOutcome {
     /// Directories the restore should have removed but kept: they still hold files Rewind
     /// does not track (or gained some while it ran).
     pub kept: Vec<Skipped>,
+    /// With `--merge`: files whose step is a merge (the session's lines undone, the others'
+    /// kept); their steps are in `steps`.
+    pub merged: Vec<Merged>,
 }
 
 impl Workspace {
@@ -309,7 +324,7 @@ impl Workspace {
             let mut out = self.plan_undo(changes, opts)?;
             self.keep_occupied_dirs(&mut out)?;
             if out.conflicts.is_empty() || opts.force {
-                self.checks_before_writing(&out.steps)?;
+                self.checks_before_writing(&out)?;
             }
             out.head = oplog::session_head(&self.db(), session)?;
             return Ok(out);
@@ -445,15 +460,44 @@ impl Workspace {
                     before: current,
                     after: target,
                 });
-            } else if opts.force {
-                out.conflicts.push(self.conflict(&path, expected, current)?);
-                out.steps.push(Change {
-                    path,
-                    before: current,
-                    after: target,
-                });
             } else {
-                out.conflicts.push(self.conflict(&path, expected, current)?);
+                // Someone else changed it since: merged (`--merge`) where the changes touch
+                // different lines, else a conflict, overwritten only with `--force`.
+                let merged = if opts.merge {
+                    Some(self.merge_undo(&path, target, expected, current)?)
+                } else {
+                    None
+                };
+                let why = match merged {
+                    Some(Ok(m)) => {
+                        if !same(&current, &Some(m.entry)) {
+                            out.steps.push(Change {
+                                path,
+                                before: current,
+                                after: Some(m.entry),
+                            });
+                            out.merged.push(m);
+                        }
+                        continue;
+                    }
+                    Some(Err(why)) => Some(why),
+                    None => None,
+                };
+                let mut c = self.conflict(&path, expected, current)?;
+                if let Some(why) = why {
+                    c.unmerged = Some(why.reason());
+                    if let merge::Unmerged::Overlaps(o) = why {
+                        c.overlaps = o;
+                    }
+                }
+                out.conflicts.push(c);
+                if opts.force {
+                    out.steps.push(Change {
+                        path,
+                        before: current,
+                        after: target,
+                    });
+                }
             }
         }
         order_steps(&mut out.steps);
@@ -482,6 +526,8 @@ impl Workspace {
             expected: expected.as_ref().map(EntryView::from),
             current: current.as_ref().map(EntryView::from),
             changed_by,
+            unmerged: None,
+            overlaps: Vec::new(),
         })
     }
 
@@ -558,9 +604,17 @@ impl Workspace {
         if !out.conflicts.is_empty() && !opts.force {
             return Ok(out);
         }
-        self.checks_before_writing(&out.steps)?;
+        self.checks_before_writing(&out)?;
         if opts.dry_run {
             return Ok(out);
+        }
+        // A merged file's new content is stored like any other the plan writes.
+        if !out.merged.is_empty() {
+            let writer = self.store().writer()?;
+            for m in &out.merged {
+                writer.put_content(&mut m.content.as_slice())?;
+            }
+            writer.commit()?;
         }
         // Never under a tool that is writing one of these paths right now.
         let open = oplog::open_epochs(&self.db())?;
