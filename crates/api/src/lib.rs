@@ -42,6 +42,8 @@ pub use rewind_core::{
     CheckpointRow, Conflict, EntryView, EpochKind, EpochRow, EpochState, Fingerprint, GuardRefusal,
     LineRange, LogItem, Owner, PatchedFile, Skipped, Uncovered,
 };
+/// The state directory's workspaces: listing, moving, forgetting, re-linking.
+pub use rewind_core::{Forgotten, OrphanState, Registered, Relinked, RootState};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 
@@ -50,6 +52,7 @@ pub use rewind_sandbox::Mode as SandboxMode;
 pub struct Service {
     ctx: Context,
     ws: OnceCell<rewind_core::Workspace>,
+    on_relink: Option<Box<dyn Fn(&Relinked)>>,
 }
 
 impl Service {
@@ -58,7 +61,25 @@ impl Service {
         Service {
             ctx,
             ws: OnceCell::new(),
+            on_relink: None,
         }
+    }
+
+    /// Calls `f` when opening the workspace re-links it: its root had moved to where the
+    /// caller is, and its history now follows it. It happens once (the next open finds the
+    /// workspace registered there); a front tells the user.
+    pub fn on_relink(mut self, f: impl Fn(&Relinked) + 'static) -> Service {
+        self.on_relink = Some(Box::new(f));
+        self
+    }
+
+    /// Opens the workspace (see [`Context`]), telling [`Service::on_relink`] of a re-link.
+    pub(crate) fn open_workspace(&self, force: bool) -> Result<rewind_core::Workspace, ApiError> {
+        let ws = self.ctx.open(force)?;
+        if let (Some(r), Some(f)) = (ws.relinked(), &self.on_relink) {
+            f(r);
+        }
+        Ok(ws)
     }
 
     /// Opens the workspace now (every operation opens it when it needs it): for a front that
@@ -72,7 +93,7 @@ impl Service {
         if let Some(ws) = self.ws.get() {
             return Ok(ws);
         }
-        let ws = self.ctx.open(false)?;
+        let ws = self.open_workspace(false)?;
         Ok(self.ws.get_or_init(|| ws))
     }
 

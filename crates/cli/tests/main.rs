@@ -17,6 +17,7 @@ mod fail_closed;
 mod guard;
 mod invocation_dir;
 mod looking;
+mod moved;
 mod overlapping_epochs;
 mod restore_failures;
 mod restore_safety;

@@ -65,5 +65,10 @@ pub use record::{payload_too_large, EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
 pub use workspace::home::rewind_home;
+pub use workspace::identity::RootState;
 pub use workspace::lock::WorkspaceLock;
+pub use workspace::registry::{
+    forget, locate, move_workspace, orphan_state, orphans, registered, Forgotten, OrphanState,
+    Registered, Relinked,
+};
 pub use workspace::{OpenOptions, Status, Workspace};

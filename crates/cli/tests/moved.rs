@@ -1,0 +1,411 @@
+//! A moved or renamed workspace keeps its history: the next command in the new place re-links
+//! it (once, saying so), `log`, `restore` and `undo` work there, a copy gets a history of its
+//! own, and `rewind workspace list | move | forget` manage the registrations explicitly.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::common::rewind::{read_str, write};
+use crate::common::{text, Env};
+
+/// `rewind ARGS` with `dir` as the working directory (no `-C`): the workspace is found from
+/// where the command runs, as a user in a shell finds it.
+fn rw(env: &Env, dir: &Path, args: &[&str]) -> Output {
+    env.cmd_here(args).current_dir(dir).output().unwrap()
+}
+
+fn ok(env: &Env, dir: &Path, args: &[&str]) -> Output {
+    let o = rw(env, dir, args);
+    assert_eq!(o.status.code(), Some(0), "rewind {args:?}: {}", text(&o));
+    o
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(env: &Env, dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_slice(&ok(env, dir, &all).stdout).unwrap()
+}
+
+fn workspace_id(env: &Env, dir: &Path) -> String {
+    json(env, dir, &["status"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn mv(from: &Path, to: &Path) {
+    std::fs::rename(from, to).unwrap();
+}
+
+/// A project at `<env root>/a/proj` with a recorded history: checkpoint m1, then session S
+/// writes `f.txt` (two) and adds `src/new.rs` through `exec`, then checkpoint m2.
+fn project(env: &Env) -> PathBuf {
+    let proj = env.root().join("a/proj");
+    write(&proj, "f.txt", b"one\n");
+    write(&proj, "src/lib.rs", b"fn main() {}\n");
+    for i in 0..20 {
+        write(&proj, &format!("d/f{i}.txt"), format!("{i}\n").as_bytes());
+    }
+    ok(env, &proj, &["init"]);
+    ok(env, &proj, &["-s", "S", "checkpoint", "--message", "m1"]);
+    ok(
+        env,
+        &proj,
+        &[
+            "-s",
+            "S",
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "echo two > f.txt && echo new > src/new.rs",
+        ],
+    );
+    ok(env, &proj, &["-s", "S", "checkpoint", "--message", "m2"]);
+    proj
+}
+
+/// The history of session S is there (both checkpoints and the exec) and works: restore to m1
+/// puts the files back, undo brings S's changes back.
+fn history_works(env: &Env, at: &Path) {
+    let log = stdout(&ok(env, at, &["-s", "S", "log"]));
+    assert!(
+        log.contains("msg=m1") && log.contains("msg=m2"),
+        "the history is there: {log}"
+    );
+    ok(env, at, &["-s", "S", "restore", "m1"]);
+    assert_eq!(read_str(at, "f.txt"), "one\n");
+    assert!(!at.join("src/new.rs").exists());
+    ok(env, at, &["-s", "S", "undo"]);
+    assert_eq!(read_str(at, "f.txt"), "two\n");
+    assert_eq!(read_str(at, "src/new.rs"), "new\n");
+}
+
+/// Every file of the state directory: none may name the old root any more, except the record
+/// of where the workspace was (`moved_from` in `workspace.json`); and the pointer of the old
+/// root is gone (one workspace: one pointer).
+fn no_stale_root(env: &Env, old: &Path, new: &Path) {
+    let needle = old.as_os_str().as_bytes();
+    let mut files = Vec::new();
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    walk(env.home.path(), &mut files);
+    // The old root as a prefix of the new one (`…/proj` in `…/proj2`) is not a stale copy.
+    let names_old = |bytes: &[u8]| {
+        bytes
+            .windows(needle.len())
+            .enumerate()
+            .any(|(i, w)| w == needle && !bytes[i..].starts_with(new.as_os_str().as_bytes()))
+    };
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        if f.file_name().is_some_and(|n| n == "workspace.json") {
+            let mut rec: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(rec["root"], new.display().to_string());
+            let moved = rec["moved_from"].as_array().unwrap();
+            assert!(moved.iter().any(|m| m["root"] == old.display().to_string()));
+            rec.as_object_mut().unwrap().remove("moved_from");
+            let rest = serde_json::to_vec(&rec).unwrap();
+            assert!(
+                !names_old(&rest),
+                "workspace.json names the old root outside moved_from: {rec}"
+            );
+            continue;
+        }
+        assert!(
+            !names_old(&bytes),
+            "{} still names the old root {}",
+            f.display(),
+            old.display()
+        );
+    }
+    let pointers: Vec<_> = std::fs::read_dir(env.home.path().join("roots"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(
+        pointers.len(),
+        1,
+        "only the new root's pointer is left: {pointers:?}"
+    );
+}
+
+#[test]
+fn a_moved_workspace_keeps_its_history() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let moved = env.root().join("a/proj2");
+    mv(&proj, &moved);
+    // The first command in the new place re-links, and says so once on stderr.
+    let o = ok(&env, &moved, &["-s", "S", "log"]);
+    assert!(
+        stderr(&o).contains("moved from") && stderr(&o).contains(&id),
+        "the re-link is announced: {}",
+        text(&o)
+    );
+    let again = ok(&env, &moved, &["-s", "S", "log"]);
+    assert!(
+        !stderr(&again).contains("moved"),
+        "said once: {}",
+        text(&again)
+    );
+    assert_eq!(workspace_id(&env, &moved), id, "the same workspace");
+    history_works(&env, &moved);
+    no_stale_root(&env, &proj, &std::fs::canonicalize(&moved).unwrap());
+    let list = json(&env, &moved, &["workspace", "list"]);
+    let all = list["workspaces"].as_array().unwrap();
+    assert_eq!(all.len(), 1, "no second workspace was registered: {list}");
+    assert_eq!(all[0]["root_state"], "present");
+}
+
+#[test]
+fn a_renamed_parent_directory_keeps_the_history_from_a_subdirectory() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let parent = env.root().join("a");
+    let renamed = env.root().join("b");
+    mv(&parent, &renamed);
+    let moved = renamed.join("proj");
+    // From a subdirectory: the moved root is found above it, not the subdirectory registered.
+    let o = ok(&env, &moved.join("src"), &["--json", "status"]);
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(status["id"], id.as_str());
+    assert_eq!(
+        status["root"],
+        std::fs::canonicalize(&moved).unwrap().display().to_string()
+    );
+    assert!(stderr(&o).contains("moved from"), "{}", text(&o));
+    history_works(&env, &moved);
+    no_stale_root(&env, &proj, &std::fs::canonicalize(&moved).unwrap());
+}
+
+#[test]
+fn a_copy_gets_its_own_history_and_the_original_keeps_its_own() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    // `cp -a` copies the root's extended attributes too: the copy carries the original's mark.
+    let copy = env.root().join("a/copy");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&proj)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let o = ok(&env, &copy, &["-s", "S", "log"]);
+    assert!(
+        !stderr(&o).contains("moved"),
+        "a copy is not a move: {}",
+        text(&o)
+    );
+    assert!(
+        !stdout(&o).contains("msg=m1"),
+        "the copy starts empty: {}",
+        stdout(&o)
+    );
+    let copy_id = workspace_id(&env, &copy);
+    assert_ne!(copy_id, id);
+    // The original keeps its history and its registration.
+    assert_eq!(workspace_id(&env, &proj), id);
+    history_works(&env, &proj);
+    // Once the original is gone, the copy (which has its own identity now) does not take its
+    // history: the original's history is an orphan, shown by status.
+    std::fs::remove_dir_all(&proj).unwrap();
+    assert_eq!(workspace_id(&env, &copy), copy_id);
+    let status = json(&env, &copy, &["status"]);
+    let orphans = status["orphans"].as_array().unwrap();
+    assert_eq!(orphans.len(), 1, "{status}");
+    assert_eq!(orphans[0]["id"], id.as_str());
+    assert!(orphans[0]["bytes"].as_u64().unwrap() > 0);
+    let human = stdout(&ok(&env, &copy, &["status"]));
+    assert!(
+        human.contains("orphan") && human.contains(&proj.display().to_string()),
+        "{human}"
+    );
+}
+
+#[test]
+fn a_directory_that_no_longer_looks_like_the_workspace_is_not_re_linked() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    // The copy carries the mark (cp -a), then the original goes: identity alone would match.
+    let other = env.root().join("other");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&proj)
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    std::fs::remove_dir_all(&proj).unwrap();
+    // But its content is replaced by something else entirely.
+    for e in std::fs::read_dir(&other).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    write(&other, "unrelated.txt", b"x\n");
+    let o = ok(&env, &other, &["-s", "S", "log"]);
+    assert!(!stderr(&o).contains("moved"), "{}", text(&o));
+    assert_ne!(workspace_id(&env, &other), id);
+}
+
+#[test]
+fn workspace_move_renames_and_re_links() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let new = env.root().join("a/renamed");
+    let moved = json(
+        &env,
+        env.root(),
+        &["workspace", "move", "a/proj", "a/renamed"],
+    );
+    assert_eq!(moved["id"], id.as_str());
+    assert!(new.join("f.txt").exists() && !proj.exists());
+    let o = ok(&env, &new, &["-s", "S", "log"]);
+    assert!(
+        !stderr(&o).contains("moved"),
+        "already re-linked: {}",
+        text(&o)
+    );
+    history_works(&env, &new);
+    // Both exist: refused, nothing changes.
+    std::fs::create_dir(&proj).unwrap();
+    let o = rw(
+        &env,
+        env.root(),
+        &["workspace", "move", "a/renamed", "a/proj"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(workspace_id(&env, &new), id);
+}
+
+#[test]
+fn workspace_move_follows_a_move_the_identity_cannot_see() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    // `cp -r` and delete: a new inode and no mark, as after a move across file systems
+    // by a tool that drops attributes.
+    let new = env.root().join("elsewhere");
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(&proj)
+        .arg(&new)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    std::fs::remove_dir_all(&proj).unwrap();
+    let list = json(&env, env.root(), &["workspace", "list"]);
+    assert_eq!(list["workspaces"][0]["root_state"], "missing");
+    let human = stdout(&ok(&env, env.root(), &["workspace", "list"]));
+    assert!(human.contains("root gone"), "{human}");
+    ok(
+        &env,
+        env.root(),
+        &["workspace", "move", proj.to_str().unwrap(), "elsewhere"],
+    );
+    assert_eq!(workspace_id(&env, &new), id);
+    history_works(&env, &new);
+}
+
+#[test]
+fn workspace_forget_asks_and_deletes_the_state() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let state = env.home.path().join("workspaces").join(&id);
+    // No terminal and no --yes: refused, with what to do.
+    let o = env
+        .cmd_here(&["workspace", "forget", "."])
+        .current_dir(&proj)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(stderr(&o).contains("--yes"), "{}", text(&o));
+    assert!(state.exists(), "nothing deleted");
+    let o = ok(&env, &proj, &["workspace", "forget", "--yes", "."]);
+    assert!(stdout(&o).contains(&id), "{}", text(&o));
+    assert!(!state.exists(), "the state is deleted");
+    assert_eq!(
+        read_str(&proj, "f.txt"),
+        "two\n",
+        "the files are not touched"
+    );
+    let list = json(&env, env.root(), &["workspace", "list"]);
+    assert_eq!(list["workspaces"].as_array().unwrap().len(), 0);
+    // The next command starts a new, empty history.
+    let log = stdout(&ok(&env, &proj, &["-s", "S", "log"]));
+    assert!(!log.contains("msg=m1"), "{log}");
+    assert_ne!(workspace_id(&env, &proj), id);
+    // An orphan can be forgotten by its old root too.
+    let other_id = workspace_id(&env, &proj);
+    std::fs::remove_dir_all(&proj).unwrap();
+    ok(
+        &env,
+        env.root(),
+        &["workspace", "forget", "-y", proj.to_str().unwrap()],
+    );
+    assert!(!env.home.path().join("workspaces").join(other_id).exists());
+}
+
+#[test]
+fn an_interrupted_restore_is_finished_in_the_new_place() {
+    let env = Env::new();
+    let proj = project(&env);
+    let o = env
+        .cmd_here(&["-s", "S", "restore", "m1"])
+        .current_dir(&proj)
+        .env("REWIND_FAILPOINT", "restore-after-step")
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(libc::SIGKILL),
+        "{}",
+        text(&o)
+    );
+    let moved = env.root().join("a/proj2");
+    mv(&proj, &moved);
+    // The next command re-links, then rolls the restore forward in the new place.
+    let status = json(&env, &moved, &["-s", "S", "status"]);
+    assert_eq!(status["unfinished_restores"].as_array().unwrap().len(), 1);
+    ok(&env, &moved, &["-s", "S", "recover"]);
+    assert_eq!(read_str(&moved, "f.txt"), "one\n");
+    assert!(!moved.join("src/new.rs").exists());
+    let status = json(&env, &moved, &["-s", "S", "status"]);
+    assert!(status["unfinished_restores"].as_array().unwrap().is_empty());
+    assert!(
+        !env.root().join("a/proj").exists(),
+        "nothing written at the old root"
+    );
+    ok(&env, &moved, &["-s", "S", "undo"]);
+    assert_eq!(read_str(&moved, "f.txt"), "two\n");
+    ok(&env, &moved, &["fsck"]);
+}
