@@ -409,3 +409,111 @@ fn an_interrupted_restore_is_finished_in_the_new_place() {
     assert_eq!(read_str(&moved, "f.txt"), "two\n");
     ok(&env, &moved, &["fsck"]);
 }
+
+/// Makes workspace `id`'s registration look like one written before roots were marked: no
+/// `mark` in its record, no attribute on the root.
+fn unmark(env: &Env, id: &str, root: &Path) {
+    let path = env
+        .home
+        .path()
+        .join("workspaces")
+        .join(id)
+        .join("workspace.json");
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    rec.as_object_mut().unwrap().remove("mark");
+    std::fs::write(&path, serde_json::to_vec(&rec).unwrap()).unwrap();
+    let c = std::ffi::CString::new(root.as_os_str().as_bytes()).unwrap();
+    // SAFETY: NUL-terminated path and attribute name.
+    unsafe { libc::removexattr(c.as_ptr(), c"user.rewind.id".as_ptr()) };
+}
+
+fn record(env: &Env, id: &str) -> serde_json::Value {
+    let path = env
+        .home
+        .path()
+        .join("workspaces")
+        .join(id)
+        .join("workspace.json");
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_workspace_registered_before_marks_is_marked_on_open_and_followed_by_its_inode() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    unmark(&env, &id, &proj);
+    assert!(record(&env, &id).get("mark").is_none());
+    // The next open records the identity.
+    ok(&env, &proj, &["status"]);
+    assert_eq!(record(&env, &id)["mark"], true);
+    // Without the mark, device and inode (and birth time) still recognise the moved root.
+    unmark(&env, &id, &proj);
+    let moved = env.root().join("moved");
+    mv(&proj, &moved);
+    let o = ok(&env, &moved, &["-s", "S", "log"]);
+    assert!(stderr(&o).contains("moved from"), "{}", text(&o));
+    assert_eq!(workspace_id(&env, &moved), id);
+    assert_eq!(record(&env, &id)["mark"], true, "marked in its new place");
+    history_works(&env, &moved);
+}
+
+#[test]
+fn a_re_link_killed_half_way_is_finished_by_the_next_command() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let moved = env.root().join("a/proj2");
+    mv(&proj, &moved);
+    let o = env
+        .cmd_here(&["-s", "S", "log"])
+        .current_dir(&moved)
+        .env("REWIND_FAILPOINT", "relink-after-record")
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(libc::SIGKILL),
+        "{}",
+        text(&o)
+    );
+    // The record points at the new root already; its pointer is not published yet.
+    assert_eq!(
+        record(&env, &id)["root"],
+        std::fs::canonicalize(&moved).unwrap().display().to_string()
+    );
+    assert_eq!(workspace_id(&env, &moved), id);
+    history_works(&env, &moved);
+    no_stale_root(&env, &proj, &std::fs::canonicalize(&moved).unwrap());
+}
+
+#[test]
+fn commands_racing_in_a_moved_workspace_re_link_it_once() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let moved = env.root().join("a/proj2");
+    mv(&proj, &moved);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            env.cmd_here(&["-s", "S", "--json", "status"])
+                .current_dir(&moved)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut told = 0;
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(s["id"], id.as_str());
+        told += usize::from(stderr(&o).contains("moved from"));
+    }
+    assert_eq!(told, 1, "exactly one command re-linked and said so");
+    let list = json(&env, &moved, &["workspace", "list"]);
+    assert_eq!(list["workspaces"].as_array().unwrap().len(), 1);
+}

@@ -12,6 +12,7 @@ mod atime;
 mod guard;
 mod layout;
 mod model;
+mod moved;
 mod restore;
 mod roundtrip;
 mod unchanged_tree;

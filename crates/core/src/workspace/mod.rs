@@ -616,7 +616,11 @@ fn register(
     if !force {
         if let Some(rec) = registry::find_moved(home, root, meta) {
             if let Some(r) = registry::relink(home, &rec.id, root, meta)? {
-                return Ok((r.id.clone(), false, Some(r)));
+                return Ok((rec.id, false, Some(r)));
+            }
+            // Re-linked by another process meanwhile, or the root taken by a registration.
+            if let Ok(id) = std::fs::read_to_string(&pointer) {
+                return Ok((id.trim().to_string(), false, None));
             }
         }
     }
@@ -630,7 +634,7 @@ fn register(
         let tmp = pointer.with_extension(format!("{id}.tmp"));
         std::fs::write(&tmp, format!("{id}\n")).map_err(Error::io("writing", &tmp))?;
         std::fs::rename(&tmp, &pointer).map_err(Error::io("registering", &pointer))?;
-    } else if let Some(winner) = registry::publish(home, root, &id)? {
+    } else if let registry::Published::Taken(winner) = registry::publish(home, root, &id)? {
         // Lost the race: use the winner's registration.
         let _ = std::fs::remove_dir_all(&dir);
         return Ok((winner, false, None));

@@ -113,20 +113,32 @@ pub(crate) fn records(home: &Path) -> Vec<Record> {
     out
 }
 
-/// Publishes `roots/<key of root>` naming `id`: `Ok(None)` when it now names `id` (published
-/// here, or already), `Ok(Some(other))` when another workspace holds the root.
-pub(crate) fn publish(home: &Path, root: &Path, id: &str) -> Result<Option<String>, Error> {
+/// What [`publish`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Published {
+    /// This call published the pointer.
+    Now,
+    /// The pointer named the workspace already.
+    Already,
+    /// Another workspace holds the root (its id).
+    Taken(String),
+}
+
+/// Publishes `roots/<key of root>` naming `id` (a hard link: of racing processes, one wins).
+pub(crate) fn publish(home: &Path, root: &Path, id: &str) -> Result<Published, Error> {
     let ptr = pointer(home, root);
     let tmp = ptr.with_extension(format!("{id}.tmp"));
     std::fs::write(&tmp, format!("{id}\n")).map_err(Error::io("writing", &tmp))?;
     let linked = std::fs::hard_link(&tmp, &ptr);
     let _ = std::fs::remove_file(&tmp);
     match linked {
-        Ok(()) => Ok(None),
+        Ok(()) => Ok(Published::Now),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let other = std::fs::read_to_string(&ptr).map_err(Error::io("reading", &ptr))?;
-            let other = other.trim();
-            Ok((other != id).then(|| other.to_string()))
+            match other.trim() {
+                other if other == id => Ok(Published::Already),
+                other => Ok(Published::Taken(other.to_string())),
+            }
         }
         Err(e) => Err(Error::io("registering", &ptr)(e)),
     }
@@ -322,7 +334,8 @@ pub fn locate(home: &Path, dir: &Path) -> PathBuf {
 
 /// Re-links workspace `id` to `root` (canonical, metadata `meta`), taking its lock: see the
 /// module header for the order. `Ok(None)` when it no longer applies (the old root came back,
-/// or another workspace took `root` meanwhile; nothing is changed then).
+/// or another workspace took `root` meanwhile; nothing is changed then), or when another
+/// process re-linked it while this one waited for the lock (it said so, not this one).
 pub(crate) fn relink(
     home: &Path,
     id: &str,
@@ -354,7 +367,8 @@ fn relink_locked(
         rec.save(&dir)?;
         crate::base::failpoint::hit("relink-after-record");
     }
-    if publish(home, root, id)?.is_some() {
+    let published = publish(home, root, id)?;
+    if let Published::Taken(_) = published {
         if !resumed {
             before.save(&dir)?;
         }
@@ -369,6 +383,10 @@ fn relink_locked(
     if rec.mark != Some(marked) {
         rec.mark = Some(marked);
         rec.save(&dir)?;
+    }
+    if resumed && published == Published::Already {
+        // Finished by another process while this one waited for the lock.
+        return Ok(None);
     }
     Ok(Some(Relinked {
         id: id.to_string(),
