@@ -37,13 +37,13 @@ pub use rewind_core::restore::StepView;
 pub use rewind_core::trace;
 /// Live counters of a whole-tree capture, for a progress display.
 pub use rewind_core::Progress;
+/// The state directory's workspaces: listing, moving, forgetting, re-linking.
+pub use rewind_core::{Adopted, Forgotten, OrphanState, Registered, Relinked, RootState};
 /// Types the documents carry, for fronts that render them.
 pub use rewind_core::{
     CheckpointRow, Conflict, EntryView, EpochKind, EpochRow, EpochState, Fingerprint, GuardRefusal,
     LineRange, LogItem, Owner, PatchedFile, Skipped, Uncovered,
 };
-/// The state directory's workspaces: listing, moving, forgetting, re-linking.
-pub use rewind_core::{Forgotten, OrphanState, Registered, Relinked, RootState};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 

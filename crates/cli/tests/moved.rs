@@ -517,3 +517,40 @@ fn commands_racing_in_a_moved_workspace_re_link_it_once() {
     let list = json(&env, &moved, &["workspace", "list"]);
     assert_eq!(list["workspaces"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn workspace_adopt_starts_a_copy_from_the_original_history() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let copy = env.root().join("a/try");
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(&proj)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let a = json(&env, &copy, &["workspace", "adopt", proj.to_str().unwrap()]);
+    let new_id = a["id"].as_str().unwrap().to_string();
+    assert_ne!(new_id, id);
+    assert_eq!(a["from_id"], id.as_str());
+    assert_eq!(workspace_id(&env, &copy), new_id);
+    // The copy's history is the original's, and works on the copy's files only.
+    history_works(&env, &copy);
+    assert_eq!(read_str(&proj, "f.txt"), "two\n");
+    ok(&env, &copy, &["-s", "S", "restore", "m1"]);
+    assert_eq!(read_str(&copy, "f.txt"), "one\n");
+    assert_eq!(
+        read_str(&proj, "f.txt"),
+        "two\n",
+        "the original is not touched"
+    );
+    history_works(&env, &proj);
+    ok(&env, &copy, &["fsck"]);
+    ok(&env, &proj, &["fsck"]);
+    // A directory registered already is refused: its own history would be dropped.
+    let o = rw(&env, &copy, &["workspace", "adopt", proj.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(stderr(&o).contains("forget"), "{}", text(&o));
+}

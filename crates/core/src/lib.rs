@@ -64,6 +64,7 @@ pub use model::remedy::Remedy;
 pub use record::{payload_too_large, EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
+pub use workspace::adopt::{adopt, Adopted};
 pub use workspace::home::rewind_home;
 pub use workspace::identity::RootState;
 pub use workspace::lock::WorkspaceLock;

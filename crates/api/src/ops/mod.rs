@@ -50,6 +50,8 @@ operations! {
         "Every registered workspace: root, whether it is still there, size, last use.";
     "workspace_move" => workspace::WorkspaceMoveRequest, workspace::WorkspaceMoveResponse,
         "Move a workspace's history to another directory (renaming the directory if it is still in place).";
+    "workspace_adopt" => workspace::WorkspaceAdoptRequest, workspace::WorkspaceAdoptResponse,
+        "Register a directory (a copy) as a new workspace starting from another's history.";
     "workspace_forget" => workspace::WorkspaceForgetRequest, workspace::WorkspaceForgetResponse,
         "Delete a workspace's history; its files are not touched.";
     "recover" => workspace::RecoverRequest, workspace::RecoverResponse,

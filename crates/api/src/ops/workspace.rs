@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use std::path::{Path, PathBuf};
 
-use crate::{ApiError, Forgotten, Progress, Registered, Relinked, Service};
+use crate::{Adopted, ApiError, Forgotten, Progress, Registered, Relinked, Service};
 
 /// Register the workspace (on first use) and take a whole-tree capture.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
@@ -128,6 +128,23 @@ pub struct WorkspaceForgetRequest {
 /// See [`WorkspaceForgetRequest`].
 pub type WorkspaceForgetResponse = Forgotten;
 
+/// Register a directory (a copy of a project, typically) as a new workspace whose history
+/// starts as a copy of another workspace's: its checkpoints, sessions and stored content. The
+/// other workspace is not changed.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceAdoptRequest {
+    /// The workspace whose history to start from: its registered root (it may be gone) or
+    /// its id; relative to the caller's directory.
+    pub from: PathBuf,
+    /// The directory to register; the caller's directory when absent.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+}
+
+/// See [`WorkspaceAdoptRequest`].
+pub type WorkspaceAdoptResponse = Adopted;
+
 impl Service {
     /// A root or workspace id the caller gave: an id as it is, a path from the caller's
     /// directory.
@@ -163,6 +180,23 @@ impl Service {
             &home,
             &self.registered_path(&req.old),
             &self.ctx.file(&req.new),
+        )?)
+    }
+
+    /// The `workspace_adopt` operation: see [`WorkspaceAdoptRequest`].
+    pub fn workspace_adopt(
+        &self,
+        req: &WorkspaceAdoptRequest,
+    ) -> Result<WorkspaceAdoptResponse, ApiError> {
+        let home = rewind_core::rewind_home()?;
+        let dir = match &req.dir {
+            Some(d) => self.ctx.file(d),
+            None => self.ctx.dir().to_path_buf(),
+        };
+        Ok(rewind_core::adopt(
+            &home,
+            &self.registered_path(&req.from),
+            &dir,
         )?)
     }
 

@@ -1,18 +1,19 @@
-//! `rewind workspace list | move OLD NEW | forget PATH`: the workspaces registered in the state
-//! directory.
+//! `rewind workspace list | move OLD NEW | adopt FROM [DIR] | forget PATH`: the workspaces
+//! registered in the state directory.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use rewind_api::{
-    ApiError, RootState, WorkspaceForgetRequest, WorkspaceListRequest, WorkspaceMoveRequest,
+    ApiError, RootState, WorkspaceAdoptRequest, WorkspaceForgetRequest, WorkspaceListRequest,
+    WorkspaceMoveRequest,
 };
 
 use crate::output::{emit, human_bytes};
 use crate::Cli;
 
-/// The workspaces registered in the state directory: list, move, forget.
+/// The workspaces registered in the state directory: list, move, adopt, forget.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(subcommand)]
@@ -37,6 +38,20 @@ pub enum Sub {
         old: PathBuf,
         /// Where the workspace is, or goes.
         new: PathBuf,
+    },
+    /// Start a directory's history from a copy of another workspace's.
+    ///
+    /// A copy of a project (`cp -r`) gets a history of its own, empty. Adopting instead
+    /// registers it with a copy of the original's history (checkpoints, sessions, stored
+    /// content), so the original's checkpoints can be restored in the copy. The original is
+    /// not changed. DIR must not be registered yet (forget its own history first).
+    ///
+    /// Example: cp -r ~/src/proj ~/src/try && rewind workspace adopt ~/src/proj ~/src/try
+    Adopt {
+        /// The workspace whose history to start from: its root (it may be gone) or its id.
+        from: PathBuf,
+        /// The directory to register [default: the current directory, or -C DIR].
+        dir: Option<PathBuf>,
     },
     /// Delete a workspace's history (its whole state). The files of the workspace are not
     /// touched. Asks first on a terminal; scripts pass --yes.
@@ -85,6 +100,18 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             })?;
             emit(cli.json, &r, |r| {
                 println!("Moved workspace {} from {} to {}", r.id, r.from, r.to)
+            })?;
+        }
+        Sub::Adopt { from, dir } => {
+            let a = service.workspace_adopt(&WorkspaceAdoptRequest {
+                from: from.clone(),
+                dir: dir.clone(),
+            })?;
+            emit(cli.json, &a, |a| {
+                println!(
+                    "Registered {} as workspace {}, starting from the history of {} ({})",
+                    a.root, a.id, a.from_root, a.from_id
+                )
             })?;
         }
         Sub::Forget { path, yes } => {

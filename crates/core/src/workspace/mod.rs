@@ -6,6 +6,7 @@
 //! device and inode are recorded and checked on every open, so a directory that was deleted and
 //! re-created (or a different one mounted in its place) is never mistaken for the old one.
 
+pub mod adopt;
 pub(crate) mod home;
 pub(crate) mod identity;
 pub mod lock;

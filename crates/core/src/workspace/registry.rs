@@ -384,8 +384,9 @@ fn relink_locked(
         rec.mark = Some(marked);
         rec.save(&dir)?;
     }
-    if resumed && published == Published::Already {
-        // Finished by another process while this one waited for the lock.
+    if resumed && (published == Published::Already || rec.moved_from.is_empty()) {
+        // Finished by another process while this one waited for the lock; or a registration
+        // (an adoption) interrupted before its pointer, finished here: not a move.
         return Ok(None);
     }
     Ok(Some(Relinked {
@@ -417,7 +418,7 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// The record of the workspace registered at `root` (a path, or a workspace id).
-fn find_registered(home: &Path, root: &Path) -> Result<Record, Error> {
+pub(crate) fn find_registered(home: &Path, root: &Path) -> Result<Record, Error> {
     if let Some(id) = root.to_str().filter(|s| is_id(s)) {
         if let Some(r) = Record::load(&ws_dir(home, id)) {
             return Ok(r);
