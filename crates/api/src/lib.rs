@@ -47,12 +47,15 @@ pub use rewind_core::{
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 
+/// What a front does when an open re-links the workspace (see [`Service::on_relink`]).
+type OnRelink = Box<dyn Fn(&Relinked)>;
+
 /// The service for one caller: every operation acts from the context's directory for its
 /// session. The workspace is opened once, by the first operation that needs it.
 pub struct Service {
     ctx: Context,
     ws: OnceCell<rewind_core::Workspace>,
-    on_relink: Option<Box<dyn Fn(&Relinked)>>,
+    on_relink: Option<OnRelink>,
 }
 
 impl Service {
