@@ -19,7 +19,7 @@
 //! | `db`        | every table and query: migrations, op log, journal, snapshots, guard    |
 //! | `capture`   | walking, the stat cache, hashing and storing a whole tree               |
 //! | `restore`   | a plan from one tree to another, and applying it on disk                |
-//! | `workspace` | open, registration, the lock, status and fsck                           |
+//! | `workspace` | open, registration, identity and moved roots, the lock, status and fsck |
 //! | `record`    | epochs and checkpoints, attributed to the session that made them        |
 //! | `rewind`    | restores of the op log: targets, journal, rollback, recovery            |
 //! | `history`   | the log as a front shows it                                             |

@@ -151,4 +151,3 @@ mod tests {
         assert!(err.contains("upgrade rewind"), "{err}");
     }
 }
-

@@ -3,8 +3,10 @@
 //!
 //! Registration is race-free across processes: the id is published by hard-linking a file at
 //! `$REWIND_HOME/roots/<BLAKE3 of the root path>`, which only one process can win. The root's
-//! device and inode are recorded and checked on every open, so a directory that was deleted and
-//! re-created (or a different one mounted in its place) is never mistaken for the old one.
+//! identity (`identity`: device, inode, birth time, the `user.rewind.id` attribute) is recorded
+//! and checked on every open, so a directory that was deleted and re-created (or a different
+//! one mounted in its place) is never mistaken for the old one; and a root that moved is
+//! followed (`registry`), a copy given a history of its own or one adopted (`adopt`).
 
 pub mod adopt;
 pub(crate) mod home;
