@@ -554,3 +554,21 @@ fn workspace_adopt_starts_a_copy_from_the_original_history() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(stderr(&o).contains("forget"), "{}", text(&o));
 }
+
+#[test]
+fn a_workspace_moved_into_another_workspace_is_found_by_its_mark() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let outer = env.root().join("outer");
+    std::fs::create_dir_all(outer.join("sub")).unwrap();
+    ok(&env, &outer, &["init"]);
+    let outer_id = workspace_id(&env, &outer);
+    let moved = outer.join("sub/proj");
+    mv(&proj, &moved);
+    let o = ok(&env, &moved.join("src"), &["-s", "S", "log"]);
+    assert!(stderr(&o).contains("moved from"), "{}", text(&o));
+    assert_eq!(workspace_id(&env, &moved), id);
+    assert_eq!(workspace_id(&env, &outer.join("sub")), outer_id);
+    history_works(&env, &moved);
+}

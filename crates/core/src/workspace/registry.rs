@@ -298,7 +298,10 @@ pub(crate) fn find_moved(home: &Path, root: &Path, meta: &std::fs::Metadata) -> 
 
 /// Where a command acting from `dir` (canonical) finds its workspace: the nearest registered
 /// ancestor of `dir`, or a nearer one that is the moved root of an orphaned workspace (the
-/// open re-links it), else `dir` itself. Reads only.
+/// open re-links it), else `dir` itself. Reads only. Costs one lookup when `dir` is a
+/// registered root; below one, an attribute read per level (a moved workspace nested in a
+/// registered one is found by its attribute only); with nothing registered above, the
+/// registration records too (device and inode).
 pub fn locate(home: &Path, dir: &Path) -> PathBuf {
     let ancestors: Vec<&Path> = dir.ancestors().collect();
     let registered = ancestors
@@ -308,25 +311,33 @@ pub fn locate(home: &Path, dir: &Path) -> PathBuf {
     if registered == 0 {
         return dir.to_path_buf();
     }
-    let orphans: Vec<Record> = records(home)
-        .into_iter()
-        .filter(|r| root_state(r).is_gone())
-        .collect();
-    if !orphans.is_empty() {
-        for a in &ancestors[..registered] {
+    let below = &ancestors[..registered];
+    let moved_here = |a: &Path, r: &Record| {
+        root_state(r).is_gone() && looks_like(&ws_dir(home, &r.id), a).looks_alike()
+    };
+    let found = if registered < ancestors.len() {
+        below.iter().find(|a| {
+            read_mark(a)
+                .and_then(|id| Record::load(&ws_dir(home, &id)))
+                .is_some_and(|r| moved_here(a, &r))
+        })
+    } else {
+        let orphans: Vec<Record> = records(home)
+            .into_iter()
+            .filter(|r| root_state(r).is_gone())
+            .collect();
+        below.iter().filter(|_| !orphans.is_empty()).find(|a| {
             let Ok(meta) = std::fs::metadata(a) else {
-                continue;
+                return false;
             };
             let mark = read_mark(a);
-            if orphans.iter().any(|r| {
+            orphans.iter().any(|r| {
                 r.claims(&meta, mark.as_deref())
                     && looks_like(&ws_dir(home, &r.id), a).looks_alike()
-            }) {
-                return a.to_path_buf();
-            }
-        }
-    }
-    match ancestors.get(registered) {
+            })
+        })
+    };
+    match found.or(ancestors.get(registered)) {
         Some(a) => a.to_path_buf(),
         None => dir.to_path_buf(),
     }
