@@ -572,3 +572,37 @@ fn a_workspace_moved_into_another_workspace_is_found_by_its_mark() {
     assert_eq!(workspace_id(&env, &outer.join("sub")), outer_id);
     history_works(&env, &moved);
 }
+
+/// `rewind ARGS` on a terminal (util-linux `script` gives it one), `answer` typed on it.
+fn on_a_terminal(env: &Env, dir: &Path, args: &str, answer: &str) -> Output {
+    let bin = env!("CARGO_BIN_EXE_rewind");
+    let mut c = Command::new("script");
+    c.args(["-qec", &format!("{bin} {args}"), "/dev/null"])
+        .current_dir(dir)
+        .env("REWIND_HOME", env.home.path())
+        .env_remove("REWIND_SESSION")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c
+        .spawn()
+        .expect("util-linux `script` runs a command on a terminal");
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), answer.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn workspace_forget_on_a_terminal_deletes_only_when_the_answer_is_yes() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let state = env.home.path().join("workspaces").join(&id);
+    let o = on_a_terminal(&env, &proj, "workspace forget .", "n\n");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stdout(&o).contains("[y/N]"), "it asks: {}", text(&o));
+    assert!(stdout(&o).contains("Nothing was deleted"), "{}", text(&o));
+    assert!(state.exists());
+    let o = on_a_terminal(&env, &proj, "workspace forget .", "y\n");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!state.exists());
+}

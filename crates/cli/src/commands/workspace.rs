@@ -72,7 +72,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             emit(cli.json, &list, |l| {
                 if l.workspaces.is_empty() {
                     println!("no workspaces registered");
+                    return;
                 }
+                println!("{:<12}  {:>9}  {:<19}  ROOT", "ID", "SIZE", "LAST USED");
                 for w in &l.workspaces {
                     let state = match w.root_state {
                         RootState::Present => "",
@@ -84,7 +86,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                         .map(rewind_api::time::local_time)
                         .unwrap_or_else(|| "-".into());
                     println!(
-                        "{}  {:>9}  {}  {}{state}",
+                        "{}  {:>9}  {:<19}  {}{state}",
                         &w.id[..12],
                         human_bytes(w.bytes),
                         used,

@@ -191,13 +191,10 @@ impl RootState {
 pub(crate) fn root_state(r: &Record) -> RootState {
     let root = r.root_path();
     match std::fs::metadata(&root) {
-        Ok(m) if m.is_dir() => {
-            if r.same_dir(&m) || read_mark(&root).as_deref() == Some(r.id.as_str()) {
-                RootState::Present
-            } else {
-                RootState::Replaced
-            }
-        }
+        // The same directory, not one carrying its mark: a copy made with `cp -a` and put
+        // in its place is another directory (and opening it is refused as replaced).
+        Ok(m) if m.is_dir() && r.same_dir(&m) => RootState::Present,
+        Ok(m) if m.is_dir() => RootState::Replaced,
         _ => RootState::Missing,
     }
 }
