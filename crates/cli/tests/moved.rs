@@ -294,6 +294,22 @@ fn workspace_move_renames_and_re_links() {
         text(&o)
     );
     history_works(&env, &new);
+    // NEW is the (gone) root of another workspace: refused before anything is renamed.
+    let gone = env.root().join("a/gone");
+    std::fs::create_dir(&gone).unwrap();
+    ok(&env, &gone, &["init"]);
+    std::fs::remove_dir(&gone).unwrap();
+    let o = rw(
+        &env,
+        env.root(),
+        &["workspace", "move", "a/renamed", "a/gone"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(stderr(&o).contains("forget that one first"), "{}", text(&o));
+    assert!(
+        new.join("f.txt").exists() && !gone.exists(),
+        "nothing renamed"
+    );
     // Both exist: refused, nothing changes.
     std::fs::create_dir(&proj).unwrap();
     let o = rw(

@@ -453,6 +453,28 @@ pub fn move_workspace(home: &Path, old: &Path, new: &Path) -> Result<Relinked, E
     let _lock = lock::acquire(&dir.join("lock"), lock::default_wait(), "workspace move")?;
     let new_abs = absolute(new);
     let old_root = rec.root_path();
+    // Every check before the directory is renamed.
+    let state_home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    if state_home.starts_with(&new_abs) || new_abs.starts_with(&state_home) {
+        return Err(Error::Usage(format!(
+            "{} overlaps the state directory {}",
+            new_abs.display(),
+            state_home.display()
+        )));
+    }
+    if let Ok(other) = std::fs::read_to_string(pointer(home, &new_abs)) {
+        let other = other.trim();
+        if other != rec.id
+            && Record::load(&ws_dir(home, other)).is_some_and(|r| r.root_path() == new_abs)
+        {
+            return Err(Error::Usage(format!(
+                "{} is the root of another workspace ({other}); forget that one first",
+                new_abs.display()
+            )));
+        }
+        // A pointer left by a workspace that moved away since: stale.
+        let _ = std::fs::remove_file(pointer(home, &new_abs));
+    }
     let present = !root_state(&rec).is_gone();
     match (present, new_abs.exists()) {
         (true, true) => {
@@ -487,40 +509,27 @@ pub fn move_workspace(home: &Path, old: &Path, new: &Path) -> Result<Relinked, E
         })?,
         (false, true) => {}
     }
-    let new_root = std::fs::canonicalize(&new_abs).map_err(Error::io("resolving", &new_abs))?;
-    let meta = std::fs::metadata(&new_root).map_err(Error::io("inspecting", &new_root))?;
-    if !meta.is_dir() {
-        return Err(Error::Usage(format!(
-            "{} is not a directory",
-            new_root.display()
-        )));
-    }
-    if home.starts_with(&new_root) || new_root.starts_with(home) {
-        return Err(Error::Usage(format!(
-            "{} overlaps the state directory {}",
-            new_root.display(),
-            home.display()
-        )));
-    }
-    if let Ok(other) = std::fs::read_to_string(pointer(home, &new_root)) {
-        let other = other.trim();
-        if other != rec.id
-            && Record::load(&ws_dir(home, other)).is_some_and(|r| r.root_path() == new_root)
-        {
+    let relinked = (|| {
+        let new_root = std::fs::canonicalize(&new_abs).map_err(Error::io("resolving", &new_abs))?;
+        let meta = std::fs::metadata(&new_root).map_err(Error::io("inspecting", &new_root))?;
+        if !meta.is_dir() {
             return Err(Error::Usage(format!(
-                "{} is the root of another workspace ({other}); forget that one first",
+                "{} is not a directory",
                 new_root.display()
             )));
         }
-        // A pointer left by a workspace that moved away since: stale.
-        let _ = std::fs::remove_file(pointer(home, &new_root));
+        relink_locked(home, &rec.id, &new_root, &meta)?.ok_or_else(|| {
+            Error::Workspace(format!(
+                "{} was taken by another workspace meanwhile; nothing was moved",
+                new_root.display()
+            ))
+        })
+    })();
+    if relinked.is_err() && present {
+        // Put the directory back where its history says it is.
+        let _ = std::fs::rename(&new_abs, &old_root);
     }
-    relink_locked(home, &rec.id, &new_root, &meta)?.ok_or_else(|| {
-        Error::Workspace(format!(
-            "{} was taken by another workspace meanwhile; nothing was moved",
-            new_root.display()
-        ))
-    })
+    relinked
 }
 
 /// Deletes the state of the workspace registered at `target` (a root, gone or not, or a
