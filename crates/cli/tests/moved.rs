@@ -622,3 +622,63 @@ fn workspace_forget_on_a_terminal_deletes_only_when_the_answer_is_yes() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!state.exists());
 }
+
+#[test]
+fn a_re_link_waits_for_the_workspace_lock_and_changes_nothing_when_busy() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let moved = env.root().join("a/proj2");
+    mv(&proj, &moved);
+    // Another process holds the workspace's lock (a kernel flock, as rewind takes it).
+    let lock = env.home.path().join("workspaces").join(&id).join("lock");
+    let gates = crate::common::Gates::new(&["go"]);
+    let mut holder = Command::new("flock")
+        .arg(&lock)
+        .arg("sh")
+        .arg("-c")
+        .arg(format!(
+            ": > {}; read x < {}",
+            gates.path("held").display(),
+            gates.path("go").display()
+        ))
+        .spawn()
+        .unwrap();
+    gates.wait_for("held");
+    let o = env
+        .cmd_here(&["-s", "S", "log"])
+        .current_dir(&moved)
+        .env("REWIND_LOCK_TIMEOUT", "0.2")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "busy: {}", text(&o));
+    assert_eq!(
+        record(&env, &id)["root"],
+        proj.display().to_string(),
+        "nothing re-linked"
+    );
+    gates.open("go");
+    holder.wait().unwrap();
+    let o = ok(&env, &moved, &["-s", "S", "log"]);
+    assert!(stderr(&o).contains("moved from"), "{}", text(&o));
+    history_works(&env, &moved);
+}
+
+#[test]
+fn an_epoch_opened_before_a_move_is_ended_after_it() {
+    let env = Env::new();
+    let proj = project(&env);
+    ok(
+        &env,
+        &proj,
+        &["-s", "S", "epoch", "begin", "--path", "f.txt"],
+    );
+    let moved = env.root().join("a/proj2");
+    mv(&proj, &moved);
+    write(&moved, "f.txt", b"three\n");
+    ok(&env, &moved, &["-s", "S", "epoch", "end"]);
+    ok(&env, &moved, &["-s", "S", "undo"]);
+    assert_eq!(read_str(&moved, "f.txt"), "two\n");
+    ok(&env, &moved, &["-s", "S", "restore", "m1"]);
+    assert_eq!(read_str(&moved, "f.txt"), "one\n");
+}
