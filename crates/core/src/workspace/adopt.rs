@@ -62,20 +62,20 @@ pub fn adopt(home: &Path, from: &Path, dir: &Path) -> Result<Adopted, Error> {
     let root = std::fs::canonicalize(dir).map_err(Error::io("resolving", dir))?;
     let meta = std::fs::metadata(&root).map_err(Error::io("inspecting", &root))?;
     if !meta.is_dir() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Workspace(format!(
             "{} is not a directory",
             root.display()
         )));
     }
     if root == src.root_path() {
-        return Err(Error::Usage(format!(
+        return Err(Error::State(format!(
             "{} is the root of workspace {} itself",
             root.display(),
             src.id
         )));
     }
     if home.starts_with(&root) || root.starts_with(home) {
-        return Err(Error::Usage(format!(
+        return Err(Error::Workspace(format!(
             "{} overlaps the state directory {}",
             root.display(),
             home.display()
@@ -84,7 +84,7 @@ pub fn adopt(home: &Path, from: &Path, dir: &Path) -> Result<Adopted, Error> {
     if let Ok(other) = std::fs::read_to_string(pointer(home, &root)) {
         let other = other.trim();
         if Record::load(&ws_dir(home, other)).is_some_and(|r| r.root_path() == root) {
-            return Err(Error::Usage(format!(
+            return Err(Error::State(format!(
                 "{} is registered as workspace {other} already; forget it first to start it \
                  from another history",
                 root.display()

@@ -211,10 +211,10 @@ pub fn orphans(home: &Path) -> Vec<Registered> {
 /// carrying its identity (and looking like its last captured tree) is near where its root
 /// was: below the old root's nearest existing ancestor, as deep as the root was (so a rename
 /// of the root or of any of its missing parents is found), looking at no more than 4096
-/// directories. Reads only. [`Error::Workspace`] when no such workspace is registered.
+/// directories. Reads only. [`Error::Unknown`] when no such workspace is registered.
 pub fn orphan_state(home: &Path, id: &str) -> Result<OrphanState, Error> {
     let rec = Record::load(&ws_dir(home, id))
-        .ok_or_else(|| Error::Workspace(format!("no workspace {id} is registered")))?;
+        .ok_or_else(|| Error::Unknown(format!("no workspace {id} is registered")))?;
     if !root_state(&rec).is_gone() {
         return Ok(OrphanState::Attached {
             moved_from: rec.moved_from.iter().map(|m| m.root.clone()).collect(),
@@ -439,7 +439,7 @@ pub(crate) fn find_registered(home: &Path, root: &Path) -> Result<Record, Error>
     records(home)
         .into_iter()
         .find(|r| r.root_path() == abs)
-        .ok_or_else(|| Error::Usage(format!("no workspace is registered at {}", abs.display())))
+        .ok_or_else(|| Error::Unknown(format!("no workspace is registered at {}", abs.display())))
 }
 
 /// Moves workspace `old` (its registered root, or its id) to directory `new`: when `old` is
@@ -456,7 +456,7 @@ pub fn move_workspace(home: &Path, old: &Path, new: &Path) -> Result<Relinked, E
     // Every check before the directory is renamed.
     let state_home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
     if state_home.starts_with(&new_abs) || new_abs.starts_with(&state_home) {
-        return Err(Error::Usage(format!(
+        return Err(Error::Workspace(format!(
             "{} overlaps the state directory {}",
             new_abs.display(),
             state_home.display()
@@ -467,7 +467,7 @@ pub fn move_workspace(home: &Path, old: &Path, new: &Path) -> Result<Relinked, E
         if other != rec.id
             && Record::load(&ws_dir(home, other)).is_some_and(|r| r.root_path() == new_abs)
         {
-            return Err(Error::Usage(format!(
+            return Err(Error::State(format!(
                 "{} is the root of another workspace ({other}); forget that one first",
                 new_abs.display()
             )));
@@ -478,7 +478,7 @@ pub fn move_workspace(home: &Path, old: &Path, new: &Path) -> Result<Relinked, E
     let present = !root_state(&rec).is_gone();
     match (present, new_abs.exists()) {
         (true, true) => {
-            return Err(Error::Usage(format!(
+            return Err(Error::State(format!(
                 "{} and {} both exist: the history stays with {}; a copy starts a history \
                  of its own",
                 old_root.display(),
@@ -487,7 +487,7 @@ pub fn move_workspace(home: &Path, old: &Path, new: &Path) -> Result<Relinked, E
             )))
         }
         (false, false) => {
-            return Err(Error::Usage(format!(
+            return Err(Error::State(format!(
                 "{} does not exist (and neither does the registered root {})",
                 new_abs.display(),
                 old_root.display()
@@ -513,7 +513,7 @@ pub fn move_workspace(home: &Path, old: &Path, new: &Path) -> Result<Relinked, E
         let new_root = std::fs::canonicalize(&new_abs).map_err(Error::io("resolving", &new_abs))?;
         let meta = std::fs::metadata(&new_root).map_err(Error::io("inspecting", &new_root))?;
         if !meta.is_dir() {
-            return Err(Error::Usage(format!(
+            return Err(Error::Workspace(format!(
                 "{} is not a directory",
                 new_root.display()
             )));
