@@ -682,3 +682,26 @@ fn an_epoch_opened_before_a_move_is_ended_after_it() {
     ok(&env, &moved, &["-s", "S", "restore", "m1"]);
     assert_eq!(read_str(&moved, "f.txt"), "one\n");
 }
+
+#[test]
+fn a_new_directory_at_the_old_path_is_not_the_moved_workspace() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let moved = env.root().join("a/proj2");
+    mv(&proj, &moved);
+    std::fs::create_dir(&proj).unwrap();
+    // Before the move is noticed, the new directory at the old path is refused as a
+    // replacement (the history is not given to it).
+    let o = rw(&env, &proj, &["-s", "S", "log"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("replaced or moved"), "{}", text(&o));
+    // The moved directory takes its history; then the old path is free for a new one.
+    let o = ok(&env, &moved, &["-s", "S", "log"]);
+    assert!(stderr(&o).contains("moved from"), "{}", text(&o));
+    assert_eq!(workspace_id(&env, &moved), id);
+    let log = stdout(&ok(&env, &proj, &["-s", "S", "log"]));
+    assert!(!log.contains("msg=m1"), "{log}");
+    assert_ne!(workspace_id(&env, &proj), id);
+    history_works(&env, &moved);
+}
