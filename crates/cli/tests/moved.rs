@@ -696,6 +696,11 @@ fn a_new_directory_at_the_old_path_is_not_the_moved_workspace() {
     let o = rw(&env, &proj, &["-s", "S", "log"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(stderr(&o).contains("replaced or moved"), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!("seems to be {} now", moved.display())),
+        "it says where the directory went: {}",
+        text(&o)
+    );
     // The moved directory takes its history; then the old path is free for a new one.
     let o = ok(&env, &moved, &["-s", "S", "log"]);
     assert!(stderr(&o).contains("moved from"), "{}", text(&o));

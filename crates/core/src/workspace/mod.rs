@@ -603,14 +603,22 @@ fn register(
                 return Ok((id, false, None));
             }
             Some(_) if !force => {
+                // Where the registered directory went, if it is near (a rename).
+                let moved = match registry::orphan_state(home, &id) {
+                    Ok(registry::OrphanState::Relinkable { dir }) => format!(
+                        " The registered directory seems to be {dir} now: a command run there \
+                         takes its history along."
+                    ),
+                    _ => String::new(),
+                };
                 return Err(Error::Workspace(format!(
                     "{} is not the directory that was registered as workspace {id}: it was \
                      replaced or moved in since. Registering it anew (forced) starts a new \
-                     history; the old history stays in {}",
+                     history; the old history stays in {}.{moved}",
                     root.display(),
                     dir.display()
                 ))
-                .remedy(Remedy::Init { force: true }))
+                .remedy(Remedy::Init { force: true }));
             }
             // Damaged registration, or forced: register anew below.
             _ => {}
