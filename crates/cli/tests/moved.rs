@@ -710,3 +710,42 @@ fn a_new_directory_at_the_old_path_is_not_the_moved_workspace() {
     assert_ne!(workspace_id(&env, &proj), id);
     history_works(&env, &moved);
 }
+
+#[test]
+fn a_registration_killed_at_any_step_is_usable_by_the_next_command() {
+    for point in [
+        "register-before-record",
+        "register-before-pointer",
+        "register-before-mark",
+    ] {
+        let env = Env::new();
+        let proj = env.root().join("proj");
+        write(&proj, "f.txt", b"one\n");
+        let o = env
+            .cmd_here(&["init"])
+            .current_dir(&proj)
+            .env("REWIND_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&o.status),
+            Some(libc::SIGKILL),
+            "{point}: {}",
+            text(&o)
+        );
+        let o = rw(&env, &proj, &["init"]);
+        assert_eq!(o.status.code(), Some(0), "{point}: {}", text(&o));
+        assert!(!stderr(&o).contains("moved"), "{point}: {}", text(&o));
+        ok(&env, &proj, &["-s", "S", "checkpoint", "--message", "m1"]);
+        ok(&env, &proj, &["fsck"]);
+        let list = json(&env, &proj, &["workspace", "list"]);
+        let all = list["workspaces"].as_array().unwrap();
+        assert_eq!(all.len(), 1, "{point}: {list}");
+        let id = all[0]["id"].as_str().unwrap();
+        assert_eq!(record(&env, id)["mark"], true, "{point}");
+        // A move is still followed.
+        let moved = env.root().join("moved");
+        mv(&proj, &moved);
+        assert_eq!(workspace_id(&env, &moved), id, "{point}");
+    }
+}

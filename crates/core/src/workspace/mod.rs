@@ -254,12 +254,7 @@ impl Workspace {
             .remedy(Remedy::Init { force: false }));
         }
         let config = Config::load(&home, Some(&root))?;
-        let store = Store::open(
-            &dir.join("packs"),
-            &dir.join("meta.sqlite"),
-            StoreConfig::default(),
-        )?;
-        db::init(&store.db())?;
+        let store = open_store(&dir)?;
         Ok(Workspace {
             opaque: std::cell::RefCell::new(None),
             watcher: std::cell::RefCell::new(None),
@@ -559,6 +554,17 @@ impl Workspace {
     }
 }
 
+/// Opens (creating it if needed) the store and op log in state directory `dir`.
+fn open_store(dir: &Path) -> Result<Store, Error> {
+    let store = Store::open(
+        &dir.join("packs"),
+        &dir.join("meta.sqlite"),
+        StoreConfig::default(),
+    )?;
+    db::init(&store.db())?;
+    Ok(store)
+}
+
 fn refuse_broad_root(root: &Path, force: bool) -> Result<(), Error> {
     if force {
         return Ok(());
@@ -638,8 +644,15 @@ fn register(
     let id = crate::base::random_id().map_err(Error::io("reading", "/dev/urandom"))?;
     let dir = registry::ws_dir(home, &id);
     std::fs::create_dir_all(&dir).map_err(Error::io("creating", &dir))?;
+    // The op log exists before the record, and the record before the pointer: a process
+    // killed half-way leaves a directory nothing points to (no record: ignored), or a record
+    // the next command there finishes registering (see `registry`), never a registered
+    // workspace without its op log (which opening refuses as a lost history).
+    open_store(&dir)?;
+    crate::base::failpoint::hit("register-before-record");
     let mut record = Record::new(&id, root, meta);
     record.save(&dir)?;
+    crate::base::failpoint::hit("register-before-pointer");
     // Publish: a hard link fails if another process won the race for this root.
     if force {
         let tmp = pointer.with_extension(format!("{id}.tmp"));
@@ -650,6 +663,7 @@ fn register(
         let _ = std::fs::remove_dir_all(&dir);
         return Ok((winner, false, None));
     }
+    crate::base::failpoint::hit("register-before-mark");
     // Only the winner marks the root (a copy made with `cp -a` carries the original's mark).
     record.mark = Some(identity::set_mark(root, &id));
     record.save(&dir)?;
