@@ -749,3 +749,19 @@ fn a_registration_killed_at_any_step_is_usable_by_the_next_command() {
         assert_eq!(workspace_id(&env, &moved), id, "{point}");
     }
 }
+
+#[test]
+fn the_first_capture_after_a_move_reads_no_file_again() {
+    let env = Env::new();
+    let proj = project(&env);
+    // A capture well after the last writes: no entry of the stat cache is too recent to trust.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    ok(&env, &proj, &["init"]);
+    mv(&env.root().join("a"), &env.root().join("b"));
+    let o = ok(&env, &env.root().join("b/proj"), &["--json", "init"]);
+    assert!(stderr(&o).contains("moved from"), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["registered"], false);
+    // Same file system: inodes and times are kept, so the stat cache vouches for every file.
+    assert_eq!(r["files_hashed"], 0, "{r}");
+}
