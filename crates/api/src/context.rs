@@ -75,17 +75,14 @@ impl Context {
         &self.session
     }
 
-    /// The workspace root: the nearest registered ancestor of the directory, else the
+    /// The workspace root: the nearest registered ancestor of the directory, or a nearer one
+    /// that is the moved root of a registered workspace (opening re-links it), else the
     /// directory itself.
     pub fn root(&self) -> PathBuf {
-        if let Ok(home) = rewind_core::rewind_home() {
-            for dir in self.dir.ancestors() {
-                if Workspace::is_registered(&home, dir) {
-                    return dir.to_path_buf();
-                }
-            }
+        match rewind_core::rewind_home() {
+            Ok(home) => rewind_core::locate(&home, &self.dir),
+            Err(_) => self.dir.clone(),
         }
-        self.dir.clone()
     }
 
     /// The state directory of the workspace, if it is registered, without opening it.

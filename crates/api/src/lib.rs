@@ -42,6 +42,8 @@ pub use rewind_core::trace;
 pub use rewind_core::LiveWatch;
 /// Live counters of a whole-tree capture, for a progress display.
 pub use rewind_core::Progress;
+/// The state directory's workspaces: listing, moving, forgetting, re-linking.
+pub use rewind_core::{Adopted, Forgotten, OrphanState, Registered, Relinked, RootState};
 /// Types the documents carry, for fronts that render them.
 pub use rewind_core::{
     CheckpointRow, Conflict, EntryView, EpochKind, EpochRow, EpochState, Fingerprint, GuardRefusal,
@@ -52,12 +54,16 @@ pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 
+/// What a front does when an open re-links the workspace (see [`Service::on_relink`]).
+type OnRelink = Box<dyn Fn(&Relinked) + Send>;
+
 /// The service for one caller: every operation acts from the context's directory for its
 /// session. The workspace is opened once, by the first operation that needs it.
 pub struct Service {
     ctx: Context,
     ws: OnceCell<rewind_core::Workspace>,
     live: Option<LiveWatch>,
+    on_relink: Option<OnRelink>,
 }
 
 impl Service {
@@ -67,6 +73,7 @@ impl Service {
             ctx,
             ws: OnceCell::new(),
             live: None,
+            on_relink: None,
         }
     }
 
@@ -87,6 +94,23 @@ impl Service {
         Ok(self.ws()?.snapshot(label, None)?.1)
     }
 
+    /// Calls `f` when opening the workspace re-links it: its root had moved to where the
+    /// caller is, and its history now follows it. It happens once (the next open finds the
+    /// workspace registered there); a front tells the user.
+    pub fn on_relink(mut self, f: impl Fn(&Relinked) + Send + 'static) -> Service {
+        self.on_relink = Some(Box::new(f));
+        self
+    }
+
+    /// Opens the workspace (see [`Context`]), telling [`Service::on_relink`] of a re-link.
+    pub(crate) fn open_workspace(&self, force: bool) -> Result<rewind_core::Workspace, ApiError> {
+        let ws = self.ctx.open(force)?;
+        if let (Some(r), Some(f)) = (ws.relinked(), &self.on_relink) {
+            f(r);
+        }
+        Ok(ws)
+    }
+
     /// Opens the workspace now (every operation opens it when it needs it): for a front that
     /// should fail on an unusable workspace before it reads its input.
     pub fn open(&self) -> Result<(), ApiError> {
@@ -98,7 +122,7 @@ impl Service {
         if let Some(ws) = self.ws.get() {
             return Ok(ws);
         }
-        let ws = self.ctx.open(false)?;
+        let ws = self.open_workspace(false)?;
         if let Some(w) = &self.live {
             ws.use_live_watch(w.clone());
         }

@@ -54,6 +54,7 @@ pub struct Cli {
 pub enum Command {
     Init(commands::init::Args),
     Status(commands::status::Args),
+    Workspace(commands::workspace::Args),
     Fsck(commands::fsck::Args),
     Exec(commands::exec::Args),
     Epoch(commands::epoch::Args),

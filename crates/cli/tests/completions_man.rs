@@ -9,11 +9,12 @@ use std::process::{Command, Output};
 
 use common::{help_commands, stdout_ok, text, Env};
 
-/// Every command, and the commands under `epoch` and `sandbox`. Written out, not read from the
+/// Every command, and the commands under `epoch`, `sandbox` and `workspace`. Written out, not read from the
 /// binary: `every_command_is_listed` checks this against `rewind --help`.
 const COMMANDS: &[&str] = &[
     "init",
     "status",
+    "workspace",
     "fsck",
     "exec",
     "epoch",
@@ -37,6 +38,7 @@ const COMMANDS: &[&str] = &[
 const NESTED: &[(&str, &[&str])] = &[
     ("epoch", &["begin", "end", "abort"]),
     ("sandbox", &["check", "exec"]),
+    ("workspace", &["list", "move", "adopt", "forget"]),
 ];
 
 #[test]

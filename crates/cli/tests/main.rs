@@ -18,6 +18,7 @@ mod guard;
 mod invocation_dir;
 mod looking;
 mod merge;
+mod moved;
 mod overlapping_epochs;
 mod restore_failures;
 mod restore_safety;

@@ -19,7 +19,7 @@
 //! | `db`        | every table and query: migrations, op log, journal, snapshots, guard    |
 //! | `capture`   | walking, the stat cache, hashing and storing a whole tree               |
 //! | `restore`   | the one engine that changes files: plan steps, apply them, invert them  |
-//! | `workspace` | open, registration, the lock, status and fsck                           |
+//! | `workspace` | open, registration, identity and moved roots, the lock, status and fsck |
 //! | `record`    | epochs and checkpoints, attributed to the session that made them        |
 //! | `rewind`    | restores of the op log: targets, journal, rollback, recovery            |
 //! | `history`   | the log as a front shows it                                             |
@@ -65,7 +65,13 @@ pub use model::remedy::Remedy;
 pub use record::{owner_alive, payload_too_large, this_process, EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
+pub use workspace::adopt::{adopt, Adopted};
 pub use workspace::home::{rewind_home, state_dir_of};
+pub use workspace::identity::RootState;
 pub use workspace::lock::WorkspaceLock;
+pub use workspace::registry::{
+    forget, locate, move_workspace, orphan_state, orphans, registered, Forgotten, OrphanState,
+    Registered, Relinked,
+};
 pub use workspace::server::{ServerInfo, SERVER_INFO, SERVER_LOCK};
 pub use workspace::{OpenOptions, Status, Workspace};

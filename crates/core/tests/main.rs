@@ -13,6 +13,7 @@ mod guard;
 mod layout;
 mod merge;
 mod model;
+mod moved;
 mod restore;
 mod roundtrip;
 mod unchanged_tree;

@@ -47,6 +47,14 @@ operations! {
         "The workspace, its store, sessions and heads, open epochs, unfinished restores and uncovered paths.";
     "fsck" => workspace::FsckRequest, workspace::FsckResponse,
         "Verify every stored object and reference; name what is lost.";
+    "workspace.list" => workspace::WorkspaceListRequest, workspace::WorkspaceListResponse,
+        "Every registered workspace: root, whether it is still there, size, last use.";
+    "workspace.move" => workspace::WorkspaceMoveRequest, workspace::WorkspaceMoveResponse,
+        "Move a workspace's history to another directory (renaming the directory if it is still in place).";
+    "workspace.adopt" => workspace::WorkspaceAdoptRequest, workspace::WorkspaceAdoptResponse,
+        "Register a directory (a copy) as a new workspace starting from another's history.";
+    "workspace.forget" => workspace::WorkspaceForgetRequest, workspace::WorkspaceForgetResponse,
+        "Delete a workspace's history; its files are not touched.";
     "recover" => workspace::RecoverRequest, workspace::RecoverResponse,
         "Finish interrupted restores and settle epochs whose process died.";
     "log" => history::LogRequest, history::LogResponse,

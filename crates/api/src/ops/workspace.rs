@@ -1,10 +1,12 @@
 //! The workspace as a whole: register and capture it, its status, verifying the store, and
-//! finishing interrupted work.
+//! finishing interrupted work; and the state directory's workspaces: list, move, forget.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{ApiError, Progress, Service};
+use std::path::{Path, PathBuf};
+
+use crate::{Adopted, ApiError, Forgotten, Progress, Registered, Relinked, Service};
 
 /// Register the workspace (on first use) and take a whole-tree capture.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
@@ -81,14 +83,143 @@ pub struct RecoverRequest {}
 /// See [`RecoverRequest`].
 pub type RecoverResponse = rewind_core::Recovered;
 
+/// Every workspace registered in the state directory, with its root, whether the root is
+/// still there, its size and when it was last used.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceListRequest {}
+
+/// What `workspace.list` found.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct WorkspaceListResponse {
+    /// The registered workspaces, in id order.
+    pub workspaces: Vec<Registered>,
+}
+
+/// Move a workspace's history to another directory: rename the directory too when it is
+/// still at its registered root and `new` does not exist (one file system), or only re-link
+/// the history when the directory was already moved to `new`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceMoveRequest {
+    /// The registered root (it may be gone), or the workspace id; relative to the caller's
+    /// directory.
+    pub old: PathBuf,
+    /// Where the workspace is (or goes); relative to the caller's directory.
+    pub new: PathBuf,
+}
+
+/// See [`WorkspaceMoveRequest`].
+pub type WorkspaceMoveResponse = Relinked;
+
+/// Delete a workspace's history (its whole state directory). The workspace's files are not
+/// touched.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceForgetRequest {
+    /// The registered root (it may be gone), or the workspace id; relative to the caller's
+    /// directory.
+    pub path: PathBuf,
+    /// Only say what would be deleted.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// See [`WorkspaceForgetRequest`].
+pub type WorkspaceForgetResponse = Forgotten;
+
+/// Register a directory (a copy of a project, typically) as a new workspace whose history
+/// starts as a copy of another workspace's: its checkpoints, sessions and stored content. The
+/// other workspace is not changed.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceAdoptRequest {
+    /// The workspace whose history to start from: its registered root (it may be gone) or
+    /// its id; relative to the caller's directory.
+    pub from: PathBuf,
+    /// The directory to register; the caller's directory when absent.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+}
+
+/// See [`WorkspaceAdoptRequest`].
+pub type WorkspaceAdoptResponse = Adopted;
+
 impl Service {
+    /// A root or workspace id the caller gave: an id as it is, a path from the caller's
+    /// directory.
+    fn registered_path(&self, p: &Path) -> PathBuf {
+        let is_id = p
+            .to_str()
+            .is_some_and(|s| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()));
+        if is_id && !self.ctx.file(p).exists() {
+            p.to_path_buf()
+        } else {
+            self.ctx.file(p)
+        }
+    }
+
+    /// The `workspace.list` operation: see [`WorkspaceListRequest`]. Reads only.
+    pub fn workspace_list(
+        &self,
+        _req: &WorkspaceListRequest,
+    ) -> Result<WorkspaceListResponse, ApiError> {
+        let home = rewind_core::rewind_home()?;
+        Ok(WorkspaceListResponse {
+            workspaces: rewind_core::registered(&home),
+        })
+    }
+
+    /// The `workspace.move` operation: see [`WorkspaceMoveRequest`].
+    pub fn workspace_move(
+        &self,
+        req: &WorkspaceMoveRequest,
+    ) -> Result<WorkspaceMoveResponse, ApiError> {
+        let home = rewind_core::rewind_home()?;
+        Ok(rewind_core::move_workspace(
+            &home,
+            &self.registered_path(&req.old),
+            &self.ctx.file(&req.new),
+        )?)
+    }
+
+    /// The `workspace.adopt` operation: see [`WorkspaceAdoptRequest`].
+    pub fn workspace_adopt(
+        &self,
+        req: &WorkspaceAdoptRequest,
+    ) -> Result<WorkspaceAdoptResponse, ApiError> {
+        let home = rewind_core::rewind_home()?;
+        let dir = match &req.dir {
+            Some(d) => self.ctx.file(d),
+            None => self.ctx.dir().to_path_buf(),
+        };
+        Ok(rewind_core::adopt(
+            &home,
+            &self.registered_path(&req.from),
+            &dir,
+        )?)
+    }
+
+    /// The `workspace.forget` operation: see [`WorkspaceForgetRequest`].
+    pub fn workspace_forget(
+        &self,
+        req: &WorkspaceForgetRequest,
+    ) -> Result<WorkspaceForgetResponse, ApiError> {
+        let home = rewind_core::rewind_home()?;
+        Ok(rewind_core::forget(
+            &home,
+            &self.registered_path(&req.path),
+            req.dry_run,
+        )?)
+    }
+
     /// Registers and captures the workspace; `progress` is updated while it walks.
     pub fn init(
         &self,
         req: &InitRequest,
         progress: Option<&Progress>,
     ) -> Result<InitResponse, ApiError> {
-        let ws = self.ctx.open(req.force)?;
+        let ws = self.open_workspace(req.force)?;
         let (capture, _) = ws.snapshot("init", progress)?;
         Ok(InitResponse {
             id: ws.id().to_string(),

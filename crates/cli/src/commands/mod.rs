@@ -19,6 +19,7 @@ pub mod sandbox;
 pub mod serve;
 pub mod show;
 pub mod status;
+pub mod workspace;
 pub mod write;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
     match &cli.command {
         Command::Init(args) => init::run(cli, args),
         Command::Status(args) => status::run(cli, args),
+        Command::Workspace(args) => workspace::run(cli, args),
         Command::Fsck(args) => fsck::run(cli, args),
         Command::Exec(args) => exec::run(cli, args),
         Command::Epoch(args) => epoch::run(cli, args),
@@ -73,10 +75,14 @@ pub fn invocation_dir(dash_c: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 /// The service for this invocation: acting from its directory, for its session.
 pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
-    Ok(rewind_api::Service::new(rewind_api::Context::new(
-        &cli.dir,
-        &cli.session,
-    )?))
+    let service = rewind_api::Service::new(rewind_api::Context::new(&cli.dir, &cli.session)?);
+    // Said once: the next command finds the workspace registered where it is now.
+    Ok(service.on_relink(|r| {
+        eprintln!(
+            "rewind: this workspace moved from {} to {}; its history (workspace {}) follows it",
+            r.from, r.to, r.id
+        )
+    }))
 }
 
 /// The workspace's running server, acting for this invocation's session; `None` when none

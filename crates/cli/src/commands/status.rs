@@ -64,6 +64,14 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
                 "unfinished restore {r} (the next command finishes it; or run `rewind recover`)"
             );
         }
+        for o in &s.orphans {
+            println!(
+                "orphan     history of {} ({}): its root is gone (`rewind workspace list`; \
+                 running rewind in the moved directory re-links it)",
+                o.root,
+                human_bytes(o.bytes)
+            );
+        }
         if s.uncovered.is_empty() {
             println!("uncovered  none");
         } else {

@@ -122,6 +122,16 @@ fn migrate(conn: &Connection) -> Result<(), Error> {
     })
 }
 
+/// Writes a consistent copy of the database `src` is connected to into the new file `dst`
+/// (`VACUUM INTO`: a read transaction, so concurrent writers are not blocked for long).
+pub(crate) fn copy_into(src: &Connection, dst: &std::path::Path) -> Result<(), Error> {
+    let dst = dst
+        .to_str()
+        .ok_or_else(|| Error::Workspace(format!("{} is not UTF-8", dst.display())))?;
+    src.execute("VACUUM INTO ?1", [dst])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,22 +3,26 @@
 //!
 //! Registration is race-free across processes: the id is published by hard-linking a file at
 //! `$REWIND_HOME/roots/<BLAKE3 of the root path>`, which only one process can win. The root's
-//! device and inode are recorded and checked on every open, so a directory that was deleted and
-//! re-created (or a different one mounted in its place) is never mistaken for the old one.
+//! identity (`identity`: device, inode, birth time, the `user.rewind.id` attribute) is recorded
+//! and checked on every open, so a directory that was deleted and re-created (or a different
+//! one mounted in its place) is never mistaken for the old one; and a root that moved is
+//! followed (`registry`), a copy given a history of its own or one adopted (`adopt`).
 
+pub mod adopt;
 pub(crate) mod home;
+pub(crate) mod identity;
 pub mod lock;
+pub mod registry;
 pub mod server;
 
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use rewind_store::{EntryKind, FsckReport, ObjectId, Store, StoreConfig, StoreStats};
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::capture::scan::Progress;
 use crate::capture::state::State;
@@ -29,7 +33,9 @@ use crate::fs::relpath;
 use crate::model::oplog::Snapshot;
 use crate::model::remedy::Remedy;
 use crate::{db, Error};
+use identity::Record;
 use lock::WorkspaceLock;
+use registry::Relinked;
 
 /// How to open a workspace.
 #[derive(Clone, Debug, Default)]
@@ -39,25 +45,6 @@ pub struct OpenOptions {
     pub force: bool,
     /// Override the state directory (`$REWIND_HOME`); `None` uses [`crate::rewind_home`].
     pub home: Option<PathBuf>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Identity {
-    id: String,
-    root: String,
-    root_hex: String,
-    dev: u64,
-    ino: u64,
-    /// Birth time of the root directory where the file system records it: inode numbers are
-    /// reused at once on ext4, so dev + inode alone miss a directory deleted and re-created.
-    #[serde(default)]
-    btime_ns: Option<i64>,
-    created_ns: i64,
-}
-
-fn birth_ns(meta: &std::fs::Metadata) -> Option<i64> {
-    let t = meta.created().ok()?;
-    Some(t.duration_since(UNIX_EPOCH).ok()?.as_nanos() as i64)
 }
 
 /// An open workspace: its root, its configuration, its store and op log. Every operation of
@@ -70,6 +57,8 @@ pub struct Workspace {
     store: Store,
     /// Whether this open registered the workspace.
     created: bool,
+    /// The re-link this open made: the root had moved here.
+    relinked: Option<Relinked>,
     /// Held while this process runs an opaque epoch (see `record::begin_epoch`).
     pub(crate) opaque: std::cell::RefCell<Option<(String, WorkspaceLock)>>,
     /// The watcher of this process's open opaque epoch, if it could be armed.
@@ -121,6 +110,9 @@ pub struct Status {
     /// The workspace's running server (`rewind serve`), if any: the service fills it in
     /// (the engine does not know servers).
     pub server: Option<server::ServerInfo>,
+    /// Other workspaces registered in the same state directory whose root is gone (orphaned
+    /// histories), with their sizes.
+    pub orphans: Vec<registry::Registered>,
 }
 
 /// A session and where its conversation is.
@@ -205,9 +197,7 @@ pub(crate) fn find_in_other_workspaces(ws: &Workspace, id: &str) -> Option<Strin
         };
         if let Ok(hits) = crate::db::oplog::ids_with_prefix(&conn, id) {
             if !hits.is_empty() {
-                let ident: Option<Identity> = std::fs::read(path.join("workspace.json"))
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok());
+                let ident = Record::load(&path);
                 return Some(
                     ident
                         .map(|i| i.root)
@@ -255,7 +245,7 @@ impl Workspace {
                 home.display()
             )));
         }
-        let (id, created) = register(&home, &root, &meta, opts.force)?;
+        let (id, created, relinked) = register(&home, &root, &meta, opts.force)?;
         let dir = home.join("workspaces").join(&id);
         if !created && !dir.join("meta.sqlite").exists() {
             // Starting a fresh op log here would show an empty history and record changes
@@ -271,12 +261,7 @@ impl Workspace {
             .remedy(Remedy::Init { force: false }));
         }
         let config = Config::load(&home, Some(&root))?;
-        let store = Store::open(
-            &dir.join("packs"),
-            &dir.join("meta.sqlite"),
-            StoreConfig::default(),
-        )?;
-        db::init(&store.db())?;
+        let store = open_store(&dir)?;
         Ok(Workspace {
             opaque: std::cell::RefCell::new(None),
             watcher: std::cell::RefCell::new(None),
@@ -289,6 +274,7 @@ impl Workspace {
             config,
             store,
             created,
+            relinked,
         })
     }
 
@@ -331,6 +317,18 @@ impl Workspace {
     /// Whether this open registered the workspace (first use).
     pub fn created(&self) -> bool {
         self.created
+    }
+    /// The re-link this open made, if the root had moved here from where it was registered
+    /// (the history follows it; see [`registry`]). Only the open that re-links says so.
+    pub fn relinked(&self) -> Option<&Relinked> {
+        self.relinked.as_ref()
+    }
+    /// The state directory holding every workspace's (`$REWIND_HOME`).
+    pub fn home(&self) -> &Path {
+        self.dir
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(&self.dir)
     }
 
     /// Takes the workspace lock, waiting at most `wait`.
@@ -444,6 +442,7 @@ impl Workspace {
             unfinished_restores: self.unfinished_restores()?,
             uncovered,
             server: None,
+            orphans: registry::orphans(self.home()),
         })
     }
 
@@ -573,6 +572,17 @@ impl Workspace {
     }
 }
 
+/// Opens (creating it if needed) the store and op log in state directory `dir`.
+fn open_store(dir: &Path) -> Result<Store, Error> {
+    let store = Store::open(
+        &dir.join("packs"),
+        &dir.join("meta.sqlite"),
+        StoreConfig::default(),
+    )?;
+    db::init(&store.db())?;
+    Ok(store)
+}
+
 fn refuse_broad_root(root: &Path, force: bool) -> Result<(), Error> {
     if force {
         return Ok(());
@@ -592,78 +602,88 @@ fn refuse_broad_root(root: &Path, force: bool) -> Result<(), Error> {
     .remedy(Remedy::ProjectDir))
 }
 
+/// Registers `root` (canonical, metadata `meta`) under `home`, or finds its registration:
+/// the workspace id, whether this call registered it, and the re-link it made when `root` is
+/// the moved root of a workspace whose registered root is gone.
 fn register(
     home: &Path,
     root: &Path,
     meta: &std::fs::Metadata,
     force: bool,
-) -> Result<(String, bool), Error> {
-    let key = blake3::hash(root.as_os_str().as_bytes()).to_hex();
-    let pointer = home.join("roots").join(key.as_str());
+) -> Result<(String, bool, Option<Relinked>), Error> {
+    let pointer = registry::pointer(home, root);
     if let Ok(id) = std::fs::read_to_string(&pointer) {
         let id = id.trim().to_string();
-        let ident_path = home.join("workspaces").join(&id).join("workspace.json");
-        let ident: Option<Identity> = std::fs::read(&ident_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        match ident {
-            Some(i)
-                if i.dev == meta.dev() && i.ino == meta.ino() && i.btime_ns == birth_ns(meta) =>
-            {
-                return Ok((id, false))
+        let dir = registry::ws_dir(home, &id);
+        match Record::load(&dir) {
+            // A pointer left behind by a workspace that was re-linked elsewhere.
+            Some(r) if r.root_path() != root => registry::unpublish(home, root, &id),
+            Some(mut r) if r.same_dir(meta) => {
+                if r.mark.is_none() {
+                    // Registered before roots were marked: mark it now.
+                    r.mark = Some(identity::set_mark(root, &id));
+                    r.save(&dir)?;
+                }
+                return Ok((id, false, None));
             }
             Some(_) if !force => {
+                // Where the registered directory went, if it is near (a rename).
+                let moved = match registry::orphan_state(home, &id) {
+                    Ok(registry::OrphanState::Relinkable { dir }) => format!(
+                        " The registered directory seems to be {dir} now: a command run there \
+                         takes its history along."
+                    ),
+                    _ => String::new(),
+                };
                 return Err(Error::Workspace(format!(
-                "{} is not the directory that was registered as workspace {id}: it was replaced \
-                     or moved in since. Registering it anew (forced) starts a new history; the old \
-                     history stays in {}",
-                root.display(),
-                home.join("workspaces").join(&id).display()
-            ))
-                .remedy(Remedy::Init { force: true }))
+                    "{} is not the directory that was registered as workspace {id}: it was \
+                     replaced or moved in since. Registering it anew (forced) starts a new \
+                     history; the old history stays in {}.{moved}",
+                    root.display(),
+                    dir.display()
+                ))
+                .remedy(Remedy::Init { force: true }));
             }
             // Damaged registration, or forced: register anew below.
             _ => {}
         }
     }
-    let id = crate::base::random_id().map_err(Error::io("reading", "/dev/urandom"))?;
-    let dir = home.join("workspaces").join(&id);
-    std::fs::create_dir_all(&dir).map_err(Error::io("creating", &dir))?;
-    let ident = Identity {
-        id: id.clone(),
-        root: root.display().to_string(),
-        root_hex: hex::encode(root.as_os_str().as_bytes()),
-        dev: meta.dev(),
-        ino: meta.ino(),
-        btime_ns: birth_ns(meta),
-        created_ns: crate::base::now_ns(),
-    };
-    let ident_path = dir.join("workspace.json");
-    std::fs::write(
-        &ident_path,
-        serde_json::to_vec_pretty(&ident).expect("serializable"),
-    )
-    .map_err(Error::io("writing", &ident_path))?;
-    // Publish: write a temp pointer, then hard-link it into place (fails if another process won).
-    let tmp = home.join("roots").join(format!("{key}.{id}.tmp"));
-    std::fs::write(&tmp, format!("{id}\n")).map_err(Error::io("writing", &tmp))?;
-    if force {
-        std::fs::rename(&tmp, &pointer).map_err(Error::io("registering", &pointer))?;
-        return Ok((id, true));
-    }
-    let linked = std::fs::hard_link(&tmp, &pointer);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok((id, true)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            // Lost the race: use the winner's registration.
-            let _ = std::fs::remove_dir_all(&dir);
-            let id = std::fs::read_to_string(&pointer)
-                .map_err(Error::io("reading", &pointer))?
-                .trim()
-                .to_string();
-            Ok((id, false))
+    if !force {
+        if let Some(rec) = registry::find_moved(home, root, meta) {
+            if let Some(r) = registry::relink(home, &rec.id, root, meta)? {
+                return Ok((rec.id, false, Some(r)));
+            }
+            // Re-linked by another process meanwhile, or the root taken by a registration.
+            if let Ok(id) = std::fs::read_to_string(&pointer) {
+                return Ok((id.trim().to_string(), false, None));
+            }
         }
-        Err(e) => Err(Error::io("registering", &pointer)(e)),
     }
+    let id = crate::base::random_id().map_err(Error::io("reading", "/dev/urandom"))?;
+    let dir = registry::ws_dir(home, &id);
+    std::fs::create_dir_all(&dir).map_err(Error::io("creating", &dir))?;
+    // The op log exists before the record, and the record before the pointer: a process
+    // killed half-way leaves a directory nothing points to (no record: ignored), or a record
+    // the next command there finishes registering (see `registry`), never a registered
+    // workspace without its op log (which opening refuses as a lost history).
+    open_store(&dir)?;
+    crate::base::failpoint::hit("register-before-record");
+    let mut record = Record::new(&id, root, meta);
+    record.save(&dir)?;
+    crate::base::failpoint::hit("register-before-pointer");
+    // Publish: a hard link fails if another process won the race for this root.
+    if force {
+        let tmp = pointer.with_extension(format!("{id}.tmp"));
+        std::fs::write(&tmp, format!("{id}\n")).map_err(Error::io("writing", &tmp))?;
+        std::fs::rename(&tmp, &pointer).map_err(Error::io("registering", &pointer))?;
+    } else if let registry::Published::Taken(winner) = registry::publish(home, root, &id)? {
+        // Lost the race: use the winner's registration.
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok((winner, false, None));
+    }
+    crate::base::failpoint::hit("register-before-mark");
+    // Only the winner marks the root (a copy made with `cp -a` carries the original's mark).
+    record.mark = Some(identity::set_mark(root, &id));
+    record.save(&dir)?;
+    Ok((id, true, None))
 }
