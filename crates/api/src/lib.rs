@@ -51,6 +51,8 @@ pub use rewind_core::{
 };
 /// Where a workspace's server runs (`status`), and the files that say so.
 pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK};
+/// The configuration, and what the hook adapters' guard does.
+pub use rewind_core::{Config, HookGuard};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 
@@ -127,6 +129,13 @@ impl Service {
             ws.use_live_watch(w.clone());
         }
         Ok(self.ws.get_or_init(|| ws))
+    }
+
+    /// The configuration that applies to the context's workspace (the user's `config.toml`
+    /// and the workspace's `.rewind.toml`), without opening the workspace.
+    pub fn config(&self) -> Result<rewind_core::Config, ApiError> {
+        let home = rewind_core::rewind_home()?;
+        Ok(rewind_core::Config::load(&home, Some(&self.ctx.root()))?)
     }
 
     /// Who this service acts for.

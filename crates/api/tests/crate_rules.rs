@@ -12,7 +12,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("core", &["store", "sandbox"]),
     ("api", &["core", "store", "sandbox"]),
     ("server", &["api"]),
-    ("cli", &["api", "server"]),
+    ("hook", &["api", "server"]),
+    ("cli", &["api", "server", "hook"]),
     ("bench", &["core", "store"]),
     ("testutil", &[]),
 ];

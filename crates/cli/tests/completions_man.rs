@@ -27,6 +27,7 @@ const COMMANDS: &[&str] = &[
     "recover",
     "sandbox",
     "serve",
+    "hook",
     "read",
     "check-write",
     "write",

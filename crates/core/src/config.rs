@@ -37,6 +37,31 @@ pub struct Config {
     /// `[restore]`: how a restore treats paths someone else changed since.
     #[serde(default)]
     pub restore: RestoreConfig,
+    /// `[hooks]`: what the agent hook adapters (`rewind hook`) do.
+    #[serde(default)]
+    pub hooks: HooksConfig,
+}
+
+/// The `[hooks]` section.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    /// What the read-before-edit guard does to an agent's file edit: refuse it (`enforce`,
+    /// the default), let it through with a warning (`warn`), or nothing (`off`).
+    pub guard: Option<HookGuard>,
+}
+
+/// See [`HooksConfig::guard`].
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum HookGuard {
+    /// Refuse the edit, with the reason for the agent.
+    #[default]
+    Enforce,
+    /// Let it through; say why it would have been refused.
+    Warn,
+    /// No check.
+    Off,
 }
 
 /// The `[restore]` section.

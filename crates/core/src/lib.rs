@@ -49,7 +49,7 @@ pub use text::{edit, merge, patch};
 pub use capture::scan::Progress;
 pub use capture::watch::LiveWatch;
 pub use capture::{Capture, CaptureStats, Uncovered};
-pub use config::Config;
+pub use config::{Config, HookGuard};
 pub use db::oplog;
 pub use edit::EditSpec;
 pub use error::Error;

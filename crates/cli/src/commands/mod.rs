@@ -9,6 +9,7 @@ pub mod edit;
 pub mod epoch;
 pub mod exec;
 pub mod fsck;
+pub mod hook;
 pub mod init;
 pub mod log;
 pub mod man;
@@ -47,6 +48,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Recover(args) => recover::run(cli, args),
         Command::Sandbox(args) => sandbox::run(cli, args),
         Command::Serve(args) => serve::run(cli, args),
+        Command::Hook(args) => hook::run(cli, args),
         Command::Read(args) => read::run(cli, args),
         Command::CheckWrite(args) => check_write::run(cli, args),
         Command::Write(args) => write::run(cli, args),

@@ -1,0 +1,220 @@
+//! `rewind hook claude-code` replaying every hook event of a real Claude Code session
+//! (2.1.332, recorded: `tests/fixtures/claude-code-2.1.332-two-prompts.jsonl`) in a real
+//! workspace, doing what each tool did between its `PreToolUse` and `PostToolUse`, with a user
+//! edit between the prompts: the session is the agent's, each prompt a checkpoint bound to its
+//! prompt id, each tool call an epoch with its `tool_use_id`; the second prompt's Write of the
+//! file the user changed is refused (exit 2, the reason for the model); a restore to the second
+//! prompt gives the tree as it was then, the user's edit kept. Parallel Bash calls are each
+//! recorded once; malformed and unknown events change nothing and exit 0.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{json, Value};
+
+use crate::common::rewind::*;
+use crate::common::{output_with_stdin, text, Env};
+
+const FIXTURE: &str = include_str!("fixtures/claude-code-2.1.332-two-prompts.jsonl");
+const SESSION: &str = "67f0f33d-8a74-4c01-ad85-972e3d3784fc";
+const PROMPT_2: &str = "cdfec122-d661-47e0-ace3-df71a0aa8f2d";
+
+fn hook(env: &Env, event: &Value, env_file: &Path) -> Output {
+    let mut c = env.cmd_here(&["hook", "claude-code"]);
+    c.current_dir(env.root()).env("CLAUDE_ENV_FILE", env_file);
+    output_with_stdin(&mut c, event.to_string().as_bytes())
+}
+
+/// Does what the tool of a `PreToolUse` event does, in the workspace.
+fn run_tool(root: &Path, event: &Value) {
+    let input = &event["tool_input"];
+    let file = || std::path::PathBuf::from(input["file_path"].as_str().unwrap());
+    match event["tool_name"].as_str().unwrap() {
+        "Edit" => {
+            let old = std::fs::read_to_string(file()).unwrap();
+            let new = old.replacen(
+                input["old_string"].as_str().unwrap(),
+                input["new_string"].as_str().unwrap(),
+                1,
+            );
+            std::fs::write(file(), new).unwrap();
+        }
+        "Write" => std::fs::write(file(), input["content"].as_str().unwrap()).unwrap(),
+        "Bash" => {
+            let ok = std::process::Command::new("sh")
+                .args(["-c", input["command"].as_str().unwrap()])
+                .current_dir(root)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "{input}");
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_real_sessions_events_are_recorded_and_rewound() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"alpha\nbeta\n");
+    write(root, "old.txt", b"old\n");
+    let env_file = env.home.path().join("claude-env");
+    let mut refused = Vec::new();
+    let mut skip_post: Option<String> = None;
+    let mut user_edited = false;
+    for line in FIXTURE.lines() {
+        let line = line.replace("/home/dev/project", root.to_str().unwrap());
+        let event: Value = serde_json::from_str(&line).unwrap();
+        let name = event["hook_event_name"].as_str().unwrap();
+        if name == "UserPromptSubmit" && event["prompt_id"] == PROMPT_2 && !user_edited {
+            // Between the prompts, the user edits a.txt in their editor.
+            write(root, "a.txt", b"the user's a\n");
+            user_edited = true;
+        }
+        if name == "PostToolUse" && skip_post.as_deref() == event["tool_use_id"].as_str() {
+            continue; // the tool never ran
+        }
+        let o = hook(&env, &event, &env_file);
+        match o.status.code() {
+            Some(0) => {
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert!(!err.contains("rewind:"), "{name}: a warning: {err}");
+                if name == "PreToolUse" {
+                    run_tool(root, &event);
+                }
+            }
+            Some(2) => {
+                assert_eq!(name, "PreToolUse", "only the guard blocks: {}", text(&o));
+                refused.push((event["tool_name"].clone(), String::from_utf8_lossy(&o.stderr).into_owned()));
+                skip_post = event["tool_use_id"].as_str().map(str::to_string);
+            }
+            _ => panic!("{name}: {}", text(&o)),
+        }
+    }
+    // The second prompt's Write of a.txt (changed by the user since it was read): refused.
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, "Write");
+    assert!(refused[0].1.contains("a.txt") && refused[0].1.contains("changed"), "{refused:?}");
+    assert_eq!(read_str(root, "a.txt"), "the user's a\n", "the user's edit is intact");
+    assert!(std::fs::read_to_string(&env_file)
+        .unwrap()
+        .contains(&format!("export REWIND_SESSION='{SESSION}'")));
+    // Every tool call that ran is an epoch of the agent's session, with its tool_use_id.
+    let log = json(&env, SESSION, &["log", "--limit", "0"], 0);
+    let calls: Vec<(&str, &str)> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "epoch" && e["kind"] != "external")
+        .map(|e| (e["tool"].as_str().unwrap(), e["tool_call"].as_str().unwrap_or("-")))
+        .collect();
+    for (tool, id) in [
+        ("Edit", "toolu_d3b996f6a9c34a8f93f6"),
+        ("Bash", "toolu_f45e860ccfed47779303"),
+        ("Bash", "toolu_589a6305074844ff986b"),
+        ("Write", "toolu_1b1cea6bcafe4ad18617"),
+        ("Bash", "toolu_25cc6b09594a44f69aa2"),
+    ] {
+        assert!(calls.contains(&(tool, id)), "{tool} {id} in {calls:?}");
+    }
+    // Checkpoints bound to the prompt ids, labelled with the prompts.
+    let checkpoints: Vec<(&str, &str)> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "checkpoint")
+        .map(|e| (e["message"].as_str().unwrap(), e["label"].as_str().unwrap()))
+        .collect();
+    assert!(checkpoints.contains(&(PROMPT_2, "second prompt")), "{checkpoints:?}");
+    // Back to the second prompt: the tree as it was then (c.txt, which its Bash removed, is
+    // back), the user's edit kept.
+    expect(&env, SESSION, &["restore", PROMPT_2], 0);
+    assert_eq!(read_str(root, "c.txt"), "c\n");
+    assert_eq!(read_str(root, "a.txt"), "the user's a\n");
+    assert_eq!(read_str(root, "d.txt"), "d\n");
+    assert_eq!(read_str(root, "new.txt"), "new file\n");
+    assert!(!root.join("old.txt").exists());
+    // And back to the first: the agent's whole first turn undone.
+    let first = checkpoints.iter().find(|(_, l)| *l == "first prompt").unwrap().0;
+    expect(&env, SESSION, &["restore", first, "--force"], 0);
+    assert_eq!(read_str(root, "old.txt"), "old\n");
+    assert!(!root.join("c.txt").exists() && !root.join("new.txt").exists());
+    fsck_clean(&env);
+}
+
+fn event(name: &str, extra: Value) -> Value {
+    let mut e = json!({"session_id": "S1", "hook_event_name": name});
+    for (k, v) in extra.as_object().unwrap() {
+        e[k] = v.clone();
+    }
+    e
+}
+
+/// Two Bash calls of one answer, run in parallel: B's epoch begins while A's is open, so A's
+/// records what happened before (nothing here) and B's everything after, z.txt included (made
+/// after A ended): every change once, none as the user's.
+#[test]
+fn parallel_bash_calls_are_each_recorded_once() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a\n");
+    let f = env.home.path().join("claude-env");
+    let cwd = json!(root.to_str().unwrap());
+    let run = |e: Value| {
+        let o = hook(&env, &e, &f);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    };
+    run(event("SessionStart", json!({"cwd": cwd, "source": "startup"})));
+    run(event("UserPromptSubmit", json!({"cwd": cwd, "prompt_id": "p1", "prompt": "go"})));
+    let bash = |id: &str, cmd: &str| json!({"cwd": cwd, "tool_name": "Bash", "tool_use_id": id, "tool_input": {"command": cmd}});
+    run(event("PreToolUse", bash("A", "echo x > x.txt")));
+    run(event("PreToolUse", bash("B", "echo y > y.txt")));
+    write(root, "x.txt", b"x\n");
+    write(root, "y.txt", b"y\n");
+    run(event("PostToolUse", bash("A", "echo x > x.txt")));
+    write(root, "z.txt", b"z\n"); // B still running
+    run(event("PostToolUse", bash("B", "echo y > y.txt")));
+    run(event("Stop", json!({"cwd": cwd})));
+    let log = json(&env, "S1", &["log", "--limit", "0"], 0);
+    let mut paths = Vec::new();
+    for e in log["items"].as_array().unwrap() {
+        assert_ne!(e["kind"], "external", "nothing is the user's: {log}");
+        if e["type"] == "epoch" && e["tool"] == "Bash" {
+            let shown = json(&env, "S1", &["show", e["id"].as_str().unwrap()], 0);
+            for c in shown["changes"].as_array().unwrap() {
+                paths.push(c["path"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    paths.sort();
+    assert_eq!(paths, ["x.txt", "y.txt", "z.txt"], "each change once: {log}");
+    expect(&env, "S1", &["restore", "p1"], 0);
+    assert!(!root.join("x.txt").exists() && !root.join("y.txt").exists() && !root.join("z.txt").exists());
+}
+
+#[test]
+fn malformed_and_unknown_events_change_nothing() {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a\n");
+    init(&env);
+    let before = json(&env, "S", &["log", "--all-sessions"], 0);
+    let f = env.home.path().join("claude-env");
+    for input in [
+        &b"not json"[..],
+        b"[1,2]",
+        br#"{"hook_event_name":"PreToolUse"}"#,
+        br#"{"hook_event_name":"Notification","session_id":"S","cwd":"/"}"#,
+    ] {
+        let mut c = env.cmd_here(&["hook", "claude-code"]);
+        c.current_dir(env.root()).env("CLAUDE_ENV_FILE", &f);
+        let o = output_with_stdin(&mut c, input);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let o = {
+        let mut c = env.cmd_here(&["hook", "claude-code"]);
+        output_with_stdin(&mut c, b"not json")
+    };
+    assert!(String::from_utf8_lossy(&o.stderr).contains("rewind: ignored"), "{}", text(&o));
+    assert_eq!(json(&env, "S", &["log", "--all-sessions"], 0), before);
+}

@@ -1,0 +1,30 @@
+//! `rewind hook AGENT`: an agent's hook events turned into Rewind sessions, checkpoints, epochs
+//! and guard decisions, so users keep their agent and gain per-tool-call, per-session rewind.
+//!
+//! One event per process, JSON on standard input. What each event does (Claude Code's names):
+//!
+//! | event | action |
+//! |---|---|
+//! | `SessionStart` | register the workspace (the event's `cwd`) if it is not; export `REWIND_SESSION` through `CLAUDE_ENV_FILE` |
+//! | `UserPromptSubmit` | a checkpoint bound to the prompt's `prompt_id` (else a per-session counter), labelled with its first line |
+//! | `PostToolUse` of `Read` | record what was read (partial with `offset`/`limit`) |
+//! | `PreToolUse` of `Edit`, `Write`, `NotebookEdit`, `MultiEdit` | the guard; then an exact epoch over the file, keyed by `tool_use_id` |
+//! | `PreToolUse` of `Bash` | an opaque epoch keyed by `tool_use_id` |
+//! | `PostToolUse`, `PostToolUseFailure` | settle (or abort) that epoch; after a file tool, the session knows the file as written |
+//! | `Stop`, `SessionEnd` | settle what the session left open |
+//!
+//! The Rewind session is the agent's `session_id`. Invariants:
+//! - Only a guard refusal blocks the agent (exit 2, the reason on standard error for the model,
+//!   with `[hooks] guard = "enforce"`, the default). Anything else that goes wrong, a malformed
+//!   or unknown event included, is a warning on standard error and exit 0: the agent is never
+//!   blocked by accident.
+//! - Parallel tool calls (several `PreToolUse` before their `PostToolUse`): each opens its own
+//!   epoch, and opening one settles the session's open one first. So the calls of a parallel
+//!   batch are grouped into the newest call's epoch: every change is recorded once, attributed
+//!   to the earlier calls up to the moment the next one began, to the newest after it. A
+//!   `PostToolUse` whose epoch was settled that way has nothing left to do.
+//! - With `rewind serve` running for the workspace, epochs are begun and ended through it.
+
+mod claude_code;
+
+pub use claude_code::{run, Outcome};
