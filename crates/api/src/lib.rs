@@ -49,10 +49,10 @@ pub use rewind_core::{
     CheckpointRow, Conflict, EntryView, EpochKind, EpochRow, EpochState, Fingerprint, GuardRefusal,
     LineRange, LogItem, Owner, PatchedFile, Skipped, Uncovered,
 };
-/// Where a workspace's server runs (`status`), and the files that say so.
-pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK};
 /// The configuration, and what the hook adapters' guard does.
 pub use rewind_core::{Config, HookGuard};
+/// Where a workspace's server runs (`status`), and the files that say so.
+pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 

@@ -40,6 +40,7 @@ const NESTED: &[(&str, &[&str])] = &[
     ("epoch", &["begin", "end", "abort"]),
     ("sandbox", &["check", "exec"]),
     ("workspace", &["list", "move", "adopt", "forget"]),
+    ("hook", &["claude-code", "install", "uninstall"]),
 ];
 
 #[test]

@@ -86,7 +86,10 @@ fn a_real_sessions_events_are_recorded_and_rewound() {
             }
             Some(2) => {
                 assert_eq!(name, "PreToolUse", "only the guard blocks: {}", text(&o));
-                refused.push((event["tool_name"].clone(), String::from_utf8_lossy(&o.stderr).into_owned()));
+                refused.push((
+                    event["tool_name"].clone(),
+                    String::from_utf8_lossy(&o.stderr).into_owned(),
+                ));
                 skip_post = event["tool_use_id"].as_str().map(str::to_string);
             }
             _ => panic!("{name}: {}", text(&o)),
@@ -95,8 +98,15 @@ fn a_real_sessions_events_are_recorded_and_rewound() {
     // The second prompt's Write of a.txt (changed by the user since it was read): refused.
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0].0, "Write");
-    assert!(refused[0].1.contains("a.txt") && refused[0].1.contains("changed"), "{refused:?}");
-    assert_eq!(read_str(root, "a.txt"), "the user's a\n", "the user's edit is intact");
+    assert!(
+        refused[0].1.contains("a.txt") && refused[0].1.contains("changed"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        read_str(root, "a.txt"),
+        "the user's a\n",
+        "the user's edit is intact"
+    );
     assert!(std::fs::read_to_string(&env_file)
         .unwrap()
         .contains(&format!("export REWIND_SESSION='{SESSION}'")));
@@ -107,7 +117,12 @@ fn a_real_sessions_events_are_recorded_and_rewound() {
         .unwrap()
         .iter()
         .filter(|e| e["type"] == "epoch" && e["kind"] != "external")
-        .map(|e| (e["tool"].as_str().unwrap(), e["tool_call"].as_str().unwrap_or("-")))
+        .map(|e| {
+            (
+                e["tool"].as_str().unwrap(),
+                e["tool_call"].as_str().unwrap_or("-"),
+            )
+        })
         .collect();
     for (tool, id) in [
         ("Edit", "toolu_d3b996f6a9c34a8f93f6"),
@@ -126,7 +141,10 @@ fn a_real_sessions_events_are_recorded_and_rewound() {
         .filter(|e| e["type"] == "checkpoint")
         .map(|e| (e["message"].as_str().unwrap(), e["label"].as_str().unwrap()))
         .collect();
-    assert!(checkpoints.contains(&(PROMPT_2, "second prompt")), "{checkpoints:?}");
+    assert!(
+        checkpoints.contains(&(PROMPT_2, "second prompt")),
+        "{checkpoints:?}"
+    );
     // Back to the second prompt: the tree as it was then (c.txt, which its Bash removed, is
     // back), the user's edit kept.
     expect(&env, SESSION, &["restore", PROMPT_2], 0);
@@ -136,7 +154,11 @@ fn a_real_sessions_events_are_recorded_and_rewound() {
     assert_eq!(read_str(root, "new.txt"), "new file\n");
     assert!(!root.join("old.txt").exists());
     // And back to the first: the agent's whole first turn undone.
-    let first = checkpoints.iter().find(|(_, l)| *l == "first prompt").unwrap().0;
+    let first = checkpoints
+        .iter()
+        .find(|(_, l)| *l == "first prompt")
+        .unwrap()
+        .0;
     expect(&env, SESSION, &["restore", first, "--force"], 0);
     assert_eq!(read_str(root, "old.txt"), "old\n");
     assert!(!root.join("c.txt").exists() && !root.join("new.txt").exists());
@@ -165,8 +187,14 @@ fn parallel_bash_calls_are_each_recorded_once() {
         let o = hook(&env, &e, &f);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     };
-    run(event("SessionStart", json!({"cwd": cwd, "source": "startup"})));
-    run(event("UserPromptSubmit", json!({"cwd": cwd, "prompt_id": "p1", "prompt": "go"})));
+    run(event(
+        "SessionStart",
+        json!({"cwd": cwd, "source": "startup"}),
+    ));
+    run(event(
+        "UserPromptSubmit",
+        json!({"cwd": cwd, "prompt_id": "p1", "prompt": "go"}),
+    ));
     let bash = |id: &str, cmd: &str| json!({"cwd": cwd, "tool_name": "Bash", "tool_use_id": id, "tool_input": {"command": cmd}});
     run(event("PreToolUse", bash("A", "echo x > x.txt")));
     run(event("PreToolUse", bash("B", "echo y > y.txt")));
@@ -188,9 +216,17 @@ fn parallel_bash_calls_are_each_recorded_once() {
         }
     }
     paths.sort();
-    assert_eq!(paths, ["x.txt", "y.txt", "z.txt"], "each change once: {log}");
+    assert_eq!(
+        paths,
+        ["x.txt", "y.txt", "z.txt"],
+        "each change once: {log}"
+    );
     expect(&env, "S1", &["restore", "p1"], 0);
-    assert!(!root.join("x.txt").exists() && !root.join("y.txt").exists() && !root.join("z.txt").exists());
+    assert!(
+        !root.join("x.txt").exists()
+            && !root.join("y.txt").exists()
+            && !root.join("z.txt").exists()
+    );
 }
 
 #[test]
@@ -215,6 +251,67 @@ fn malformed_and_unknown_events_change_nothing() {
         let mut c = env.cmd_here(&["hook", "claude-code"]);
         output_with_stdin(&mut c, b"not json")
     };
-    assert!(String::from_utf8_lossy(&o.stderr).contains("rewind: ignored"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("rewind: ignored"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(json(&env, "S", &["log", "--all-sessions"], 0), before);
+}
+
+/// `hook install` twice leaves one copy of each of Rewind's hooks and the user's own hooks
+/// and settings as they were; `uninstall` gives back the file as it was (compared as JSON); a
+/// file that did not exist is removed again.
+#[test]
+fn install_is_idempotent_and_uninstall_gives_the_file_back() {
+    let env = Env::new();
+    init(&env);
+    let settings = env.root().join(".claude/settings.json");
+    let original = json!({
+        "permissions": {"allow": ["Bash(ls *)"]},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-own-check"}]}]}
+    });
+    write(
+        env.root(),
+        ".claude/settings.json",
+        original.to_string().as_bytes(),
+    );
+    for _ in 0..2 {
+        let o = env.run(&["hook", "install", "claude-code", "--project"]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let doc: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    assert_eq!(doc["permissions"], original["permissions"]);
+    let pre = doc["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(pre.len(), 2, "the user's and one of Rewind's: {doc}");
+    assert_eq!(pre[0]["hooks"][0]["command"], "my-own-check");
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SessionEnd",
+    ] {
+        let groups = doc["hooks"][event].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{event}: {doc}");
+        let cmd = groups[0]["hooks"][0]["command"].as_str().unwrap();
+        assert!(cmd.ends_with(" hook claude-code"), "{cmd}");
+    }
+    let o = env.run(&["hook", "uninstall", "claude-code", "--project"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let back: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    assert_eq!(back, original);
+    // Local scope, no file before: installed, then removed again.
+    let local = env.root().join(".claude/settings.local.json");
+    assert!(env
+        .run(&["hook", "install", "claude-code"])
+        .status
+        .success());
+    assert!(local.exists());
+    assert!(env
+        .run(&["hook", "uninstall", "claude-code", "--local"])
+        .status
+        .success());
+    assert!(!local.exists(), "created by install, removed by uninstall");
 }

@@ -88,9 +88,7 @@ fn handle(event: &Value) -> Result<Outcome, ApiError> {
             }
             Ok(Outcome::default())
         }
-        "PostToolUse" | "PostToolUseFailure"
-            if tool == "Bash" || FILE_TOOLS.contains(&tool) =>
-        {
+        "PostToolUse" | "PostToolUseFailure" if tool == "Bash" || FILE_TOOLS.contains(&tool) => {
             post(&svc, tool, &input, call, name == "PostToolUseFailure")
         }
         "Stop" | "SessionEnd" => {
@@ -186,7 +184,9 @@ fn pre_file(
     call: Option<String>,
 ) -> Result<Outcome, ApiError> {
     let Some(file) = file_of(input) else {
-        return Ok(Outcome::warn(format!("{tool} without a file path: not recorded")));
+        return Ok(Outcome::warn(format!(
+            "{tool} without a file path: not recorded"
+        )));
     };
     let mut out = Outcome::default();
     let guard = svc.config()?.hooks.guard.unwrap_or_default();
@@ -224,9 +224,9 @@ fn post(
     failed: bool,
 ) -> Result<Outcome, ApiError> {
     let open = svc.status(&StatusRequest {})?.open_epochs;
-    let mine = open.iter().find(|e| {
-        e.session == svc.context().session() && call.is_some() && e.tool_call == call
-    });
+    let mine = open
+        .iter()
+        .find(|e| e.session == svc.context().session() && call.is_some() && e.tool_call == call);
     // Settled already (a parallel call's epoch was opened after it): what changed since is in
     // that epoch.
     if let Some(e) = mine {
@@ -280,10 +280,7 @@ fn read(svc: &Service, input: &Value) -> Result<(), ApiError> {
 /// Settles the session's open epochs (what its tools left open).
 fn settle_all(svc: &Service) -> Result<(), ApiError> {
     let open = svc.status(&StatusRequest {})?.open_epochs;
-    for e in open
-        .iter()
-        .filter(|e| e.session == svc.context().session())
-    {
+    for e in open.iter().filter(|e| e.session == svc.context().session()) {
         svc.epoch_end(&EpochEndRequest {
             epoch: Some(e.id.clone()),
             abort: false,

@@ -26,5 +26,6 @@
 //! - With `rewind serve` running for the workspace, epochs are begun and ended through it.
 
 mod claude_code;
+pub mod install;
 
 pub use claude_code::{run, Outcome};

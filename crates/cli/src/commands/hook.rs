@@ -25,17 +25,72 @@ pub enum Agent {
     /// Claude Code: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse(Failure), Stop,
     /// SessionEnd (configure it with matcher `Edit|Write|NotebookEdit|MultiEdit|Bash|Read`).
     ClaudeCode,
+    /// Merge Rewind's hooks into the agent's settings (idempotent; the user's own hooks kept,
+    /// the original backed up beside it).
+    Install(InstallArgs),
+    /// Take Rewind's hooks out of the agent's settings again.
+    Uninstall(InstallArgs),
 }
 
-pub fn run(_cli: &Cli, args: &Args) -> anyhow::Result<i32> {
+#[derive(clap::Args, Debug)]
+pub struct InstallArgs {
+    /// The agent: claude-code.
+    #[arg(value_parser = ["claude-code"])]
+    pub agent: String,
+    /// The project's `.claude/settings.json` (shared through the repository).
+    #[arg(long, conflicts_with_all = ["local", "user"])]
+    pub project: bool,
+    /// The project's `.claude/settings.local.json` (this machine only) [default].
+    #[arg(long, conflicts_with = "user")]
+    pub local: bool,
+    /// `~/.claude/settings.json` (every project of this user).
+    #[arg(long)]
+    pub user: bool,
+}
+
+impl InstallArgs {
+    fn path(&self, cli: &Cli) -> anyhow::Result<std::path::PathBuf> {
+        use rewind_hook::install::{settings_path, Scope};
+        let scope = if self.project {
+            Scope::Project
+        } else if self.user {
+            Scope::User
+        } else {
+            Scope::Local
+        };
+        let home = std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .ok_or_else(|| anyhow::anyhow!("HOME is not set: cannot find ~/.claude"))?;
+        let project = super::service(cli)?.context().root();
+        Ok(settings_path(scope, &project, &home))
+    }
+}
+
+pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
+    match &args.agent {
+        Agent::ClaudeCode => {}
+        Agent::Install(a) => {
+            let exe = std::env::current_exe()?;
+            let exe = exe.to_string_lossy().replace('\'', "'\\''");
+            let said =
+                rewind_hook::install::install(&a.path(cli)?, &format!("'{exe}' hook claude-code"))
+                    .map_err(anyhow::Error::msg)?;
+            println!("{said}");
+            return Ok(0);
+        }
+        Agent::Uninstall(a) => {
+            let said =
+                rewind_hook::install::uninstall(&a.path(cli)?).map_err(anyhow::Error::msg)?;
+            println!("{said}");
+            return Ok(0);
+        }
+    }
     let mut input = Vec::new();
     if let Err(e) = std::io::stdin().read_to_end(&mut input) {
         eprintln!("rewind: cannot read the hook event: {e}");
         return Ok(0);
     }
-    let out = match args.agent {
-        Agent::ClaudeCode => rewind_hook::run(&input),
-    };
+    let out = rewind_hook::run(&input);
     print!("{}", out.stdout);
     let _ = std::io::stdout().flush();
     eprint!("{}", out.stderr);
