@@ -40,7 +40,10 @@ const NESTED: &[(&str, &[&str])] = &[
     ("epoch", &["begin", "end", "abort"]),
     ("sandbox", &["check", "exec"]),
     ("workspace", &["list", "move", "adopt", "forget"]),
-    ("hook", &["claude-code", "install", "uninstall"]),
+    (
+        "hook",
+        &["claude-code", "codex", "gemini", "install", "uninstall"],
+    ),
 ];
 
 #[test]

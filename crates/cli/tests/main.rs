@@ -15,7 +15,7 @@ mod docs;
 mod exec_sandbox;
 mod fail_closed;
 mod guard;
-mod hook_claude_code;
+mod hooks;
 mod invocation_dir;
 mod looking;
 mod merge;

@@ -1,5 +1,7 @@
 //! `rewind hook AGENT`: an agent's hook events turned into Rewind sessions, checkpoints, epochs
 //! and guard decisions, so users keep their agent and gain per-tool-call, per-session rewind.
+//! Claude Code, Codex and Gemini CLI speak dialects of one protocol ([`Dialect`]; the table of
+//! names is in `event`); Codex reports no reads, so its edits are recorded but not guarded.
 //!
 //! One event per process, JSON on standard input. What each event does (Claude Code's names):
 //!
@@ -25,7 +27,9 @@
 //!   `PostToolUse` whose epoch was settled that way has nothing left to do.
 //! - With `rewind serve` running for the workspace, epochs are begun and ended through it.
 
-mod claude_code;
+mod actions;
+mod event;
 pub mod install;
 
-pub use claude_code::{run, Outcome};
+pub use actions::{run, Outcome};
+pub use event::Dialect;

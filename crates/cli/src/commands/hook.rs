@@ -25,6 +25,12 @@ pub enum Agent {
     /// Claude Code: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse(Failure), Stop,
     /// SessionEnd (configure it with matcher `Edit|Write|NotebookEdit|MultiEdit|Bash|Read`).
     ClaudeCode,
+    /// Codex: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop (matcher
+    /// `Bash|apply_patch`). Codex reports no reads: edits are recorded, not guarded.
+    Codex,
+    /// Gemini CLI: SessionStart, BeforeAgent, BeforeTool, AfterTool, AfterAgent, SessionEnd
+    /// (matcher `write_file|replace|run_shell_command|read_file`).
+    Gemini,
     /// Merge Rewind's hooks into the agent's settings (idempotent; the user's own hooks kept,
     /// the original backed up beside it).
     Install(InstallArgs),
@@ -67,8 +73,10 @@ impl InstallArgs {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    match &args.agent {
-        Agent::ClaudeCode => {}
+    let dialect = match &args.agent {
+        Agent::ClaudeCode => rewind_hook::Dialect::ClaudeCode,
+        Agent::Codex => rewind_hook::Dialect::Codex,
+        Agent::Gemini => rewind_hook::Dialect::Gemini,
         Agent::Install(a) => {
             let exe = std::env::current_exe()?;
             let exe = exe.to_string_lossy().replace('\'', "'\\''");
@@ -84,13 +92,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             println!("{said}");
             return Ok(0);
         }
-    }
+    };
     let mut input = Vec::new();
     if let Err(e) = std::io::stdin().read_to_end(&mut input) {
         eprintln!("rewind: cannot read the hook event: {e}");
         return Ok(0);
     }
-    let out = rewind_hook::run(&input);
+    let out = rewind_hook::run(dialect, &input);
     print!("{}", out.stdout);
     let _ = std::io::stdout().flush();
     eprint!("{}", out.stderr);

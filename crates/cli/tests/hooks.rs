@@ -1,11 +1,13 @@
-//! `rewind hook claude-code` replaying every hook event of a real Claude Code session
+//! The agent hook adapters. `rewind hook claude-code` replaying every hook event of a real Claude Code session
 //! (2.1.332, recorded: `tests/fixtures/claude-code-2.1.332-two-prompts.jsonl`) in a real
 //! workspace, doing what each tool did between its `PreToolUse` and `PostToolUse`, with a user
 //! edit between the prompts: the session is the agent's, each prompt a checkpoint bound to its
 //! prompt id, each tool call an epoch with its `tool_use_id`; the second prompt's Write of the
 //! file the user changed is refused (exit 2, the reason for the model); a restore to the second
 //! prompt gives the tree as it was then, the user's edit kept. Parallel Bash calls are each
-//! recorded once; malformed and unknown events change nothing and exit 0.
+//! recorded once; malformed and unknown events change nothing and exit 0; install and
+//! uninstall keep the user's settings. Codex's and Gemini CLI's dialects, from their documented
+//! payloads.
 
 use std::path::Path;
 use std::process::Output;
@@ -314,4 +316,158 @@ fn install_is_idempotent_and_uninstall_gives_the_file_back() {
         .status
         .success());
     assert!(!local.exists(), "created by install, removed by uninstall");
+}
+
+/// Runs `rewind hook AGENT` with `e`; its exit code.
+fn hook_as(env: &Env, agent: &str, e: &Value) -> i32 {
+    let mut c = env.cmd_here(&["hook", agent]);
+    c.current_dir(env.root());
+    let o = output_with_stdin(&mut c, e.to_string().as_bytes());
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("rewind: ignored"),
+        "{}",
+        text(&o)
+    );
+    o.status.code().unwrap()
+}
+
+/// Codex's dialect (its documented payloads): a turn per prompt bound to its `turn_id`, shell
+/// calls as `Bash`, edits as `apply_patch` whose files come from the patch envelope; Codex
+/// reports no reads, so the edit is recorded, not guarded. A restore to the turn undoes both.
+#[test]
+fn codex_turns_shell_calls_and_patches_are_recorded() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "src/a.rs", b"fn a() {}\n");
+    let base = json!({"session_id": "cx1", "cwd": root.to_str().unwrap(), "model": "gpt", "permission_mode": "default", "transcript_path": null});
+    let ev = |name: &str, extra: Value| {
+        let mut e = base.clone();
+        e["hook_event_name"] = json!(name);
+        for (k, v) in extra.as_object().unwrap() {
+            e[k] = v.clone();
+        }
+        e
+    };
+    assert_eq!(
+        hook_as(
+            &env,
+            "codex",
+            &ev("SessionStart", json!({"source": "startup"}))
+        ),
+        0
+    );
+    assert_eq!(
+        hook_as(
+            &env,
+            "codex",
+            &ev(
+                "UserPromptSubmit",
+                json!({"turn_id": "turn-1", "prompt": "fix a"})
+            )
+        ),
+        0
+    );
+    let patch = "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-fn a() {}\n+fn a() { 1; }\n*** Add File: src/b.rs\n+fn b() {}\n*** End Patch\n";
+    let ap = json!({"tool_name": "apply_patch", "tool_use_id": "call_p", "turn_id": "turn-1", "tool_input": {"command": patch}});
+    assert_eq!(
+        hook_as(&env, "codex", &ev("PreToolUse", ap.clone())),
+        0,
+        "not guarded: no reads"
+    );
+    write(root, "src/a.rs", b"fn a() { 1; }\n");
+    write(root, "src/b.rs", b"fn b() {}\n");
+    assert_eq!(hook_as(&env, "codex", &ev("PostToolUse", ap)), 0);
+    let sh = json!({"tool_name": "Bash", "tool_use_id": "call_s", "turn_id": "turn-1", "tool_input": {"command": "touch made"}});
+    assert_eq!(hook_as(&env, "codex", &ev("PreToolUse", sh.clone())), 0);
+    write(root, "made", b"");
+    assert_eq!(hook_as(&env, "codex", &ev("PostToolUse", sh)), 0);
+    assert_eq!(
+        hook_as(&env, "codex", &ev("Stop", json!({"turn_id": "turn-1"}))),
+        0
+    );
+    let log = json(&env, "cx1", &["log"], 0);
+    let calls: Vec<(&str, &str)> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "epoch")
+        .map(|e| {
+            (
+                e["tool"].as_str().unwrap_or("-"),
+                e["tool_call"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert!(
+        calls.contains(&("apply_patch", "call_p")) && calls.contains(&("Bash", "call_s")),
+        "{calls:?}"
+    );
+    expect(&env, "cx1", &["restore", "turn-1"], 0);
+    assert_eq!(read_str(root, "src/a.rs"), "fn a() {}\n");
+    assert!(!root.join("src/b.rs").exists() && !root.join("made").exists());
+}
+
+/// Gemini CLI's dialect: BeforeAgent is the prompt, BeforeTool/AfterTool pair by the tool's
+/// name and input (Gemini sends no call id), `read_file` records the read, and an edit of a
+/// file changed since it was read is refused (exit 2).
+#[test]
+fn gemini_tools_are_paired_and_guarded() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "notes.md", b"one\n");
+    let file = root.join("notes.md").to_str().unwrap().to_string();
+    let base = json!({"session_id": "gm1", "cwd": root.to_str().unwrap(), "transcript_path": "/x", "timestamp": "2026-12-02T00:00:00Z"});
+    let ev = |name: &str, extra: Value| {
+        let mut e = base.clone();
+        e["hook_event_name"] = json!(name);
+        for (k, v) in extra.as_object().unwrap() {
+            e[k] = v.clone();
+        }
+        e
+    };
+    assert_eq!(
+        hook_as(
+            &env,
+            "gemini",
+            &ev("SessionStart", json!({"source": "startup"}))
+        ),
+        0
+    );
+    assert_eq!(
+        hook_as(
+            &env,
+            "gemini",
+            &ev("BeforeAgent", json!({"prompt": "edit notes"}))
+        ),
+        0
+    );
+    let read = json!({"tool_name": "read_file", "tool_input": {"file_path": file}});
+    assert_eq!(hook_as(&env, "gemini", &ev("BeforeTool", read.clone())), 0);
+    let mut after = read.clone();
+    after["tool_response"] = json!({"llmContent": "one\n", "returnDisplay": ""});
+    assert_eq!(hook_as(&env, "gemini", &ev("AfterTool", after)), 0);
+    let edit = json!({"tool_name": "replace", "tool_input": {"file_path": file, "old_string": "one", "new_string": "two"}});
+    assert_eq!(hook_as(&env, "gemini", &ev("BeforeTool", edit.clone())), 0);
+    write(root, "notes.md", b"two\n");
+    let mut done = edit.clone();
+    done["tool_response"] = json!({"llmContent": "ok", "returnDisplay": "ok"});
+    assert_eq!(hook_as(&env, "gemini", &ev("AfterTool", done)), 0);
+    // The user edits it; the next edit is refused.
+    write(root, "notes.md", b"the user's\n");
+    let again =
+        json!({"tool_name": "write_file", "tool_input": {"file_path": file, "content": "three\n"}});
+    assert_eq!(hook_as(&env, "gemini", &ev("BeforeTool", again)), 2);
+    assert_eq!(hook_as(&env, "gemini", &ev("AfterAgent", json!({}))), 0);
+    let log = json(&env, "gm1", &["log"], 0);
+    let edits = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["tool"] == "replace" && e["state"] == "settled" && e["changes"] == 1)
+        .count();
+    assert_eq!(
+        edits, 1,
+        "the replace is one settled epoch with its change: {log}"
+    );
+    assert_eq!(read_str(root, "notes.md"), "the user's\n");
 }

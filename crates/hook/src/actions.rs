@@ -1,4 +1,4 @@
-//! Claude Code's hook events (see the crate header for what each does).
+//! What each event does (see the crate header), whichever agent sent it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,6 +8,8 @@ use rewind_api::{
     HookGuard, ReadRequest, Recorder, Service, StatusRequest,
 };
 use serde_json::Value;
+
+use crate::event::{self, Dialect, Event, What};
 
 /// What the adapter tells the agent: the process's exit code and what to print.
 #[derive(Debug, Default)]
@@ -29,16 +31,18 @@ impl Outcome {
     }
 }
 
-/// The file tools whose writes the guard checks.
-const FILE_TOOLS: &[&str] = &["Edit", "Write", "NotebookEdit", "MultiEdit"];
-
-/// Handles one event (the JSON text Claude Code wrote on the hook's standard input).
-pub fn run(input: &[u8]) -> Outcome {
-    let event: Value = match serde_json::from_slice(input) {
+/// Handles one event of `dialect` (the JSON text the agent wrote on the hook's standard
+/// input).
+pub fn run(dialect: Dialect, input: &[u8]) -> Outcome {
+    let value: Value = match serde_json::from_slice(input) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) | Err(_) => return Outcome::warn("ignored a hook event that is not a JSON object"),
     };
-    match handle(&event) {
+    let event = match event::read(dialect, &value) {
+        Ok(e) => e,
+        Err(why) => return Outcome::warn(format!("ignored {why}")),
+    };
+    match handle(dialect, event) {
         Ok(o) => o,
         Err(e) => Outcome::warn(format!(
             "{} (the agent goes on; this call may not be recorded)",
@@ -47,56 +51,39 @@ pub fn run(input: &[u8]) -> Outcome {
     }
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn handle(event: &Value) -> Result<Outcome, ApiError> {
-    let (Some(name), Some(session), Some(cwd)) = (
-        str_of(event, "hook_event_name"),
-        str_of(event, "session_id"),
-        str_of(event, "cwd"),
-    ) else {
-        return Ok(Outcome::warn(
-            "ignored a hook event without hook_event_name, session_id or cwd",
-        ));
-    };
+fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
     let dir = std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|_| dialect == Dialect::ClaudeCode)
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(cwd));
-    let svc = Service::new(Context::new(&dir, session)?);
-    let tool = str_of(event, "tool_name").unwrap_or_default();
-    let input = event.get("tool_input").cloned().unwrap_or(Value::Null);
-    let call = str_of(event, "tool_use_id").map(str::to_string);
-    match name {
-        "SessionStart" => session_start(&svc, session),
-        "UserPromptSubmit" => prompt(&svc, event),
-        "PreToolUse" if FILE_TOOLS.contains(&tool) => pre_file(&svc, tool, &input, call),
-        "PreToolUse" if tool == "Bash" => {
-            let server = rewind_server::client::Client::for_workspace(svc.context());
-            recorder(&svc, &server).epoch_begin(&EpochBeginRequest {
-                tool: Some(tool.into()),
-                tool_call: call,
-                note: str_of(&input, "command").map(short),
-                ..Default::default()
-            })?;
+        .unwrap_or_else(|| event.cwd.clone());
+    let svc = Service::new(Context::new(&dir, &event.session)?);
+    match event.what {
+        What::SessionStart => session_start(&svc, &event.session),
+        What::Prompt { id, text } => prompt(&svc, id, text),
+        What::Read {
+            file,
+            offset,
+            limit,
+        } => {
+            read(&svc, file, offset, limit)?;
             Ok(Outcome::default())
         }
-        "PostToolUse" | "PostToolUseFailure" if tool == "Read" => {
-            if name == "PostToolUse" {
-                read(&svc, &input)?;
-            }
-            Ok(Outcome::default())
-        }
-        "PostToolUse" | "PostToolUseFailure" if tool == "Bash" || FILE_TOOLS.contains(&tool) => {
-            post(&svc, tool, &input, call, name == "PostToolUseFailure")
-        }
-        "Stop" | "SessionEnd" => {
+        What::Pre {
+            tool,
+            call,
+            files,
+            command,
+        } => pre(&svc, dialect, &tool, call, files, command),
+        What::Post {
+            call,
+            files,
+            failed,
+        } => post(&svc, call, files, failed),
+        What::End => {
             settle_all(&svc)?;
             Ok(Outcome::default())
         }
-        // Other events and tools: nothing to record.
-        _ => Ok(Outcome::default()),
+        What::Other => Ok(Outcome::default()),
     }
 }
 
@@ -140,10 +127,10 @@ fn session_start(svc: &Service, session: &str) -> Result<Outcome, ApiError> {
     Ok(Outcome::default())
 }
 
-fn prompt(svc: &Service, event: &Value) -> Result<Outcome, ApiError> {
+fn prompt(svc: &Service, id: Option<String>, text: Option<String>) -> Result<Outcome, ApiError> {
     settle_all(svc)?;
-    let message = match str_of(event, "prompt_id") {
-        Some(id) => id.to_string(),
+    let message = match id {
+        Some(id) => id,
         None => {
             // No prompt id (older builds): the session's checkpoints, counted.
             let n = svc
@@ -158,7 +145,7 @@ fn prompt(svc: &Service, event: &Value) -> Result<Outcome, ApiError> {
             format!("prompt-{}", n + 1)
         }
     };
-    let label = str_of(event, "prompt").map(|p| {
+    let label = text.map(|p| {
         let first = p.lines().next().unwrap_or_default();
         first.chars().take(80).collect::<String>()
     });
@@ -170,29 +157,19 @@ fn prompt(svc: &Service, event: &Value) -> Result<Outcome, ApiError> {
     Ok(Outcome::default())
 }
 
-/// The file a file tool writes.
-fn file_of(input: &Value) -> Option<PathBuf> {
-    str_of(input, "file_path")
-        .or_else(|| str_of(input, "notebook_path"))
-        .map(PathBuf::from)
-}
-
-fn pre_file(
+fn pre(
     svc: &Service,
+    dialect: Dialect,
     tool: &str,
-    input: &Value,
     call: Option<String>,
+    files: Vec<PathBuf>,
+    command: Option<String>,
 ) -> Result<Outcome, ApiError> {
-    let Some(file) = file_of(input) else {
-        return Ok(Outcome::warn(format!(
-            "{tool} without a file path: not recorded"
-        )));
-    };
     let mut out = Outcome::default();
     let guard = svc.config()?.hooks.guard.unwrap_or_default();
-    if guard != HookGuard::Off {
+    if !files.is_empty() && guard != HookGuard::Off && dialect.reports_reads() {
         let verdicts = svc.check_write(&CheckWriteRequest {
-            paths: vec![file.clone()],
+            paths: files.clone(),
         })?;
         if let Some(v) = verdicts.0.iter().find(|v| !v.allowed) {
             let why = v.reason.clone().unwrap_or_else(|| "refused".into());
@@ -210,7 +187,9 @@ fn pre_file(
     recorder(svc, &server).epoch_begin(&EpochBeginRequest {
         tool: Some(tool.into()),
         tool_call: call,
-        paths: vec![file],
+        // A file tool's epoch is exact over its files; a shell command's is opaque.
+        paths: files,
+        note: command.as_deref().map(short),
         ..Default::default()
     })?;
     Ok(out)
@@ -218,9 +197,8 @@ fn pre_file(
 
 fn post(
     svc: &Service,
-    tool: &str,
-    input: &Value,
     call: Option<String>,
+    files: Vec<PathBuf>,
     failed: bool,
 ) -> Result<Outcome, ApiError> {
     let open = svc.status(&StatusRequest {})?.open_epochs;
@@ -236,26 +214,23 @@ fn post(
             abort: failed,
         })?;
     }
-    // The agent knows the file as it wrote it: its next edit needs no new read.
-    if FILE_TOOLS.contains(&tool) && !failed {
-        if let Some(file) = file_of(input) {
-            if file.exists() {
-                svc.read(&ReadRequest {
-                    paths: vec![file],
-                    range: None,
-                })?;
-            }
-        }
+    // The agent knows the files as it wrote them: its next edit needs no new read.
+    let written: Vec<PathBuf> = files.into_iter().filter(|f| f.is_file()).collect();
+    if !failed && !written.is_empty() {
+        svc.read(&ReadRequest {
+            paths: written,
+            range: None,
+        })?;
     }
     Ok(Outcome::default())
 }
 
-fn read(svc: &Service, input: &Value) -> Result<(), ApiError> {
-    let Some(file) = file_of(input) else {
-        return Ok(());
-    };
-    let offset = input.get("offset").and_then(Value::as_u64);
-    let limit = input.get("limit").and_then(Value::as_u64);
+fn read(
+    svc: &Service,
+    file: PathBuf,
+    offset: Option<u64>,
+    limit: Option<u64>,
+) -> Result<(), ApiError> {
     let range = match (offset, limit) {
         (None, None) => None,
         (o, l) => {
