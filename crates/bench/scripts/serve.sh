@@ -10,7 +10,9 @@
 # true` as a process, with no server and with one running; git's no-op `track` (add --all + write-tree) on the same
 # tree; an exact epoch around a 4 KiB write (`write`, durable) over the socket against one
 # `rewind write` process; an opaque epoch whose command rewrites 1,000 files through the
-# server, less the command's own time, against hashing those files once (b2sum).
+# server, less the command's own time, against hashing those files once (b2sum); and agent
+# hook pairs (`rewind hook claude-code`, PreToolUse + PostToolUse) of an Edit and of a Bash
+# call, with and without a server.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -19,6 +21,7 @@ rw=${1:-$repo/target/$host/release/rewind}
 per_dir=${2:-100}
 work=$(mktemp -d) server=
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+unset CLAUDE_PROJECT_DIR REWIND_SESSION
 export REWIND_HOME=$work/home GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 HOME=$work
 ws=$work/ws gd=$work/shadow.git
 python3 "$here/mktree.py" "$ws" --dirs 1000 --files-per-dir "$per_dir" --min 100 --max 4000 \
@@ -39,10 +42,27 @@ first=$(cd "$ws" && find . -type f -print -quit | cut -c3-)
 "$rw" -C "$ws" -s B read "$first" >/dev/null
 cli_write=$(median 50 "sh -c '$rw -C $ws -s B write $first < $work/4k'")
 
+# Agent hook pairs (rewind hook claude-code): PreToolUse + PostToolUse of an Edit and of a Bash
+# call, two processes each, as Claude Code runs them.
+ev() { # NAME TOOL INPUT_JSON
+    printf '{"session_id":"H","cwd":"%s","hook_event_name":"%s","tool_name":"%s","tool_use_id":"t1","tool_input":%s}' "$ws" "$1" "$2" "$3"
+}
+ev PostToolUse Read "{\"file_path\":\"$ws/$first\"}" > "$work/read.json"
+ev PreToolUse Edit "{\"file_path\":\"$ws/$first\",\"old_string\":\"a\",\"new_string\":\"b\"}" > "$work/pre-edit.json"
+ev PostToolUse Edit "{\"file_path\":\"$ws/$first\",\"old_string\":\"a\",\"new_string\":\"b\"}" > "$work/post-edit.json"
+ev PreToolUse Bash '{"command":"true"}' > "$work/pre-bash.json"
+ev PostToolUse Bash '{"command":"true"}' > "$work/post-bash.json"
+"$rw" hook claude-code < "$work/read.json"
+pair() { echo "sh -c '$rw hook claude-code < $work/pre-$1.json && $rw hook claude-code < $work/post-$1.json'"; }
+hook_edit=$(median 20 "$(pair edit)")
+hook_bash=$(median 10 "$(pair bash)")
+
 "$rw" -C "$ws" serve --socket "$work/s.sock" > "$work/serve.out" 2>/dev/null &
 server=$!
 for _ in $(seq 600); do [ -s "$work/serve.out" ] && break; sleep 0.1; done
 cli_exec_srv=$(median 20 "$rw -C $ws exec -- true")
+hook_edit_srv=$(median 20 "$(pair edit)")
+hook_bash_srv=$(median 20 "$(pair bash)")
 python3 - "$work/s.sock" "$ws" "$first" > "$work/socket.txt" <<'PY'
 import json, os, socket, statistics, subprocess, sys, time
 sock_path, ws, first = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -89,9 +109,9 @@ for i in range(7):
 print(noop, write, statistics.median(runs), statistics.median(bare), statistics.median(hashed))
 PY
 read -r srv_noop srv_write srv_1000 bare_1000 hash_1000 < "$work/socket.txt"
-python3 - "$files" "$git_track" "$cli_exec" "$srv_noop" "$cli_write" "$srv_write" "$srv_1000" "$bare_1000" "$hash_1000" "$cli_exec_srv" <<'PY'
+python3 - "$files" "$git_track" "$cli_exec" "$srv_noop" "$cli_write" "$srv_write" "$srv_1000" "$bare_1000" "$hash_1000" "$cli_exec_srv" "$hook_edit" "$hook_bash" "$hook_edit_srv" "$hook_bash_srv" <<'PY'
 import sys
-files, git, cli, noop, cliw, srvw, s1000, bare, hashed, clisrv = sys.argv[1], *map(float, sys.argv[2:])
+files, git, cli, noop, cliw, srvw, s1000, bare, hashed, clisrv, he, hb, hes, hbs = sys.argv[1], *map(float, sys.argv[2:])
 print(f"{files} files; medians in ms\n")
 print("| measure | ms | ratio |")
 print("|---|---|---|")
@@ -101,5 +121,9 @@ print(f"| `rewind exec -- true`, server running | {clisrv:.1f} | git / this = {g
 print(f"| no-op opaque epoch through the server's socket | {noop:.2f} | git / this = {git/noop:.0f}x; CLI / this = {cli/noop:.0f}x |")
 print(f"| `rewind write` of 4 KiB, one process | {cliw:.2f} | 1 |")
 print(f"| the same write over the socket | {srvw:.2f} | process / this = {cliw/srvw:.1f}x |")
+print(f"| hook pair (PreToolUse+PostToolUse) of an Edit, no server | {he:.1f} | |")
+print(f"| the same, server running | {hes:.1f} | no server / this = {he/hes:.1f}x |")
+print(f"| hook pair of a Bash call, no server | {hb:.1f} | |")
+print(f"| the same, server running | {hbs:.1f} | no server / this = {hb/hbs:.1f}x |")
 print(f"| opaque epoch rewriting 1,000 files, less the command's {bare:.1f} ms | {s1000-bare:.1f} | / hashing them once ({hashed:.1f} ms) = {(s1000-bare)/hashed:.2f} |")
 PY

@@ -53,7 +53,7 @@ pub fn run(dialect: Dialect, input: &[u8]) -> Outcome {
 
 fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
     let dir = std::env::var_os("CLAUDE_PROJECT_DIR")
-        .filter(|_| dialect == Dialect::ClaudeCode)
+        .filter(|v| dialect == Dialect::ClaudeCode && !v.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| event.cwd.clone());
     let svc = Service::new(Context::new(&dir, &event.session)?);
