@@ -471,3 +471,49 @@ fn gemini_tools_are_paired_and_guarded() {
     );
     assert_eq!(read_str(root, "notes.md"), "the user's\n");
 }
+
+/// The OpenCode plugin (`integrations/opencode/rewind.js`), its handlers called from Node as
+/// OpenCode calls them (`integrations/opencode/test.mjs`), against a running `rewind serve` and
+/// against the `serve --stdio` the plugin starts itself.
+#[test]
+fn the_opencode_plugin_records_and_guards_through_the_server() {
+    let plugin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../integrations/opencode/test.mjs");
+    for with_server in [true, false] {
+        let env = Env::new();
+        write(env.root(), "a.txt", b"a\n");
+        init(&env);
+        let server = with_server.then(|| {
+            let mut c = env
+                .cmd(&["serve"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut first = String::new();
+            std::io::BufRead::read_line(
+                &mut std::io::BufReader::new(c.stdout.as_mut().unwrap()),
+                &mut first,
+            )
+            .unwrap();
+            c
+        });
+        let o = std::process::Command::new("node")
+            .arg(&plugin)
+            .env("REWIND", env!("CARGO_BIN_EXE_rewind"))
+            .env("REWIND_HOME", env.home.path())
+            .env("WS", env.root())
+            .env_remove("REWIND_SESSION")
+            .output()
+            .expect("node runs (scripts/test checks it is installed)");
+        assert!(
+            o.status.success(),
+            "server running: {with_server}: {}",
+            text(&o)
+        );
+        if let Some(mut s) = server {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(s.id() as i32, libc::SIGTERM) };
+            s.wait().unwrap();
+        }
+    }
+}
