@@ -517,3 +517,50 @@ fn the_opencode_plugin_records_and_guards_through_the_server() {
         }
     }
 }
+
+/// Codex's `hooks.json` and Gemini CLI's `settings.json` get their own events (Gemini's
+/// timeout in milliseconds), installed once however often, and given back on uninstall.
+#[test]
+fn codex_and_gemini_hooks_install_and_uninstall() {
+    let env = Env::new();
+    init(&env);
+    let gemini_original = json!({"theme": "dark"});
+    write(
+        env.root(),
+        ".gemini/settings.json",
+        gemini_original.to_string().as_bytes(),
+    );
+    for agent in ["codex", "gemini", "codex", "gemini"] {
+        let o = env.run(&["hook", "install", agent, "--project"]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let codex: Value =
+        serde_json::from_slice(&std::fs::read(env.root().join(".codex/hooks.json")).unwrap())
+            .unwrap();
+    let pre = codex["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(pre.len(), 1, "{codex}");
+    assert_eq!(pre[0]["matcher"], "Bash|apply_patch");
+    assert!(pre[0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with(" hook codex"));
+    let gemini: Value =
+        serde_json::from_slice(&std::fs::read(env.root().join(".gemini/settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(gemini["theme"], "dark");
+    let before = gemini["hooks"]["BeforeTool"].as_array().unwrap();
+    assert_eq!(before.len(), 1, "{gemini}");
+    assert_eq!(before[0]["hooks"][0]["timeout"], 60_000, "milliseconds");
+    assert!(gemini["hooks"]["BeforeAgent"].is_array());
+    for agent in ["codex", "gemini"] {
+        assert!(env
+            .run(&["hook", "uninstall", agent, "--project"])
+            .status
+            .success());
+    }
+    assert!(!env.root().join(".codex/hooks.json").exists());
+    let back: Value =
+        serde_json::from_slice(&std::fs::read(env.root().join(".gemini/settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(back, gemini_original);
+}

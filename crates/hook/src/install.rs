@@ -1,8 +1,10 @@
-//! `rewind hook install|uninstall claude-code`: Rewind's hooks merged into (and taken out of)
-//! a Claude Code `settings.json`, keeping everything else in it.
+//! `rewind hook install|uninstall AGENT`: Rewind's hooks merged into (and taken out of) the
+//! agent's settings file (Claude Code's `settings.json`, Codex's `hooks.json`, Gemini CLI's
+//! `settings.json`: one shape, event → matcher groups → command handlers), keeping everything
+//! else in it.
 //!
 //! Idempotent: installing removes Rewind's own hook groups first (recognised by their command,
-//! which runs `hook claude-code`), then adds them once. The file as it was before the first
+//! which runs `rewind hook AGENT`), then adds them once. The file as it was before the first
 //! install is kept beside it as `settings.json.rewind-backup`; uninstalling removes Rewind's
 //! groups, then the event lists and the `hooks` object they leave empty, and the file itself
 //! if installing created it, so install then uninstall gives back the file as it was.
@@ -11,49 +13,100 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-/// Which settings file (Claude Code reads all of them).
+use crate::Dialect;
+
+/// Which settings file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
-    /// `.claude/settings.json` in the project: shared through the repository.
+    /// The project's file shared through the repository (`.claude/settings.json`,
+    /// `.codex/hooks.json`, `.gemini/settings.json`).
     Project,
-    /// `.claude/settings.local.json` in the project: this machine only (git ignores it).
+    /// The project's file for this machine only: `.claude/settings.local.json` (Claude Code);
+    /// the project file for the others, which have none.
     Local,
-    /// `~/.claude/settings.json`: every project of this user.
+    /// The user's file (`~/.claude/settings.json`, `~/.codex/hooks.json`,
+    /// `~/.gemini/settings.json`): every project.
     User,
 }
 
-/// The settings file of `scope` for the project at `project` (`home`: the user's home).
-pub fn settings_path(scope: Scope, project: &Path, home: &Path) -> PathBuf {
+/// The settings file of `scope` for `dialect`, for the project at `project` (`home`: the
+/// user's home).
+pub fn settings_path(dialect: Dialect, scope: Scope, project: &Path, home: &Path) -> PathBuf {
+    let (dir, file, local) = match dialect {
+        Dialect::ClaudeCode => (".claude", "settings.json", "settings.local.json"),
+        Dialect::Codex => (".codex", "hooks.json", "hooks.json"),
+        Dialect::Gemini => (".gemini", "settings.json", "settings.json"),
+    };
     match scope {
-        Scope::Project => project.join(".claude/settings.json"),
-        Scope::Local => project.join(".claude/settings.local.json"),
-        Scope::User => home.join(".claude/settings.json"),
+        Scope::Project => project.join(dir).join(file),
+        Scope::Local => project.join(dir).join(local),
+        Scope::User => home.join(dir).join(file),
     }
 }
 
-/// The events Rewind handles, with their tool matcher.
-const EVENTS: &[(&str, Option<&str>)] = &[
-    ("SessionStart", None),
-    ("UserPromptSubmit", None),
-    ("PreToolUse", Some("Edit|Write|NotebookEdit|MultiEdit|Bash")),
-    (
-        "PostToolUse",
-        Some("Edit|Write|NotebookEdit|MultiEdit|Bash|Read"),
-    ),
-    (
-        "PostToolUseFailure",
-        Some("Edit|Write|NotebookEdit|MultiEdit|Bash"),
-    ),
-    ("Stop", None),
-    ("SessionEnd", None),
-];
+/// An event Rewind handles and its tool matcher.
+type Hooked = (&'static str, Option<&'static str>);
+
+/// The events Rewind handles for `dialect`, and the handler timeout (Claude Code and Codex
+/// count seconds, Gemini CLI milliseconds).
+fn events(dialect: Dialect) -> (&'static [Hooked], u64) {
+    const CLAUDE: &[Hooked] = &[
+        ("SessionStart", None),
+        ("UserPromptSubmit", None),
+        ("PreToolUse", Some("Edit|Write|NotebookEdit|MultiEdit|Bash")),
+        (
+            "PostToolUse",
+            Some("Edit|Write|NotebookEdit|MultiEdit|Bash|Read"),
+        ),
+        (
+            "PostToolUseFailure",
+            Some("Edit|Write|NotebookEdit|MultiEdit|Bash"),
+        ),
+        ("Stop", None),
+        ("SessionEnd", None),
+    ];
+    const CODEX: &[Hooked] = &[
+        ("SessionStart", None),
+        ("UserPromptSubmit", None),
+        ("PreToolUse", Some("Bash|apply_patch")),
+        ("PostToolUse", Some("Bash|apply_patch")),
+        ("Stop", None),
+    ];
+    const GEMINI: &[Hooked] = &[
+        ("SessionStart", None),
+        ("BeforeAgent", None),
+        ("BeforeTool", Some("write_file|replace|run_shell_command")),
+        (
+            "AfterTool",
+            Some("write_file|replace|run_shell_command|read_file"),
+        ),
+        ("AfterAgent", None),
+        ("SessionEnd", None),
+    ];
+    match dialect {
+        Dialect::ClaudeCode => (CLAUDE, 60),
+        Dialect::Codex => (CODEX, 60),
+        Dialect::Gemini => (GEMINI, 60_000),
+    }
+}
+
+/// The command-line word of `dialect` (`rewind hook WORD`).
+pub fn word(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::ClaudeCode => "claude-code",
+        Dialect::Codex => "codex",
+        Dialect::Gemini => "gemini",
+    }
+}
 
 fn is_ours(group: &Value) -> bool {
     group["hooks"].as_array().is_some_and(|hs| {
         hs.iter().any(|h| {
-            h["command"]
-                .as_str()
-                .is_some_and(|c| c.ends_with(" hook claude-code"))
+            h["command"].as_str().is_some_and(|c| {
+                ["claude-code", "codex", "gemini"]
+                    .iter()
+                    .any(|w| c.ends_with(&format!(" hook {w}")))
+            })
         })
     })
 }
@@ -103,9 +156,9 @@ fn remove_ours(settings: &mut Value) -> bool {
     removed
 }
 
-/// Merges Rewind's hooks, running `command`, into the settings file at `path`. Returns what
-/// was done, for a person.
-pub fn install(path: &Path, command: &str) -> Result<String, String> {
+/// Merges Rewind's hooks for `dialect`, running `command`, into the settings file at `path`.
+/// Returns what was done, for a person.
+pub fn install(dialect: Dialect, path: &Path, command: &str) -> Result<String, String> {
     let existing = read(path)?;
     let backup = backup_of(path);
     if !backup.exists() {
@@ -127,8 +180,10 @@ pub fn install(path: &Path, command: &str) -> Result<String, String> {
     let Some(hooks) = hooks.as_object_mut() else {
         return Err(format!("\"hooks\" in {} is not an object", path.display()));
     };
-    for (event, matcher) in EVENTS {
-        let mut group = json!({"hooks": [{"type": "command", "command": command, "timeout": 60}]});
+    let (events, timeout) = events(dialect);
+    for (event, matcher) in events {
+        let mut group =
+            json!({"hooks": [{"type": "command", "command": command, "timeout": timeout}]});
         if let Some(m) = matcher {
             group["matcher"] = json!(m);
         }

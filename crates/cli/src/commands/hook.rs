@@ -32,7 +32,7 @@ pub enum Agent {
     /// (matcher `write_file|replace|run_shell_command|read_file`).
     Gemini,
     /// Merge Rewind's hooks into the agent's settings (idempotent; the user's own hooks kept,
-    /// the original backed up beside it).
+    /// the original backed up beside it). Codex asks to trust new hooks once, in `/hooks`.
     Install(InstallArgs),
     /// Take Rewind's hooks out of the agent's settings again.
     Uninstall(InstallArgs),
@@ -40,21 +40,32 @@ pub enum Agent {
 
 #[derive(clap::Args, Debug)]
 pub struct InstallArgs {
-    /// The agent: claude-code.
-    #[arg(value_parser = ["claude-code"])]
+    /// The agent: claude-code, codex or gemini.
+    #[arg(value_parser = ["claude-code", "codex", "gemini"])]
     pub agent: String,
-    /// The project's `.claude/settings.json` (shared through the repository).
+    /// The project's settings shared through the repository (`.claude/settings.json`,
+    /// `.codex/hooks.json`, `.gemini/settings.json`).
     #[arg(long, conflicts_with_all = ["local", "user"])]
     pub project: bool,
-    /// The project's `.claude/settings.local.json` (this machine only) [default].
+    /// The project's settings for this machine only (`.claude/settings.local.json`; the
+    /// project file for Codex and Gemini CLI) [default].
     #[arg(long, conflicts_with = "user")]
     pub local: bool,
-    /// `~/.claude/settings.json` (every project of this user).
+    /// The user's settings (`~/.claude/settings.json`, `~/.codex/hooks.json`,
+    /// `~/.gemini/settings.json`): every project.
     #[arg(long)]
     pub user: bool,
 }
 
 impl InstallArgs {
+    fn dialect(&self) -> rewind_hook::Dialect {
+        match self.agent.as_str() {
+            "codex" => rewind_hook::Dialect::Codex,
+            "gemini" => rewind_hook::Dialect::Gemini,
+            _ => rewind_hook::Dialect::ClaudeCode,
+        }
+    }
+
     fn path(&self, cli: &Cli) -> anyhow::Result<std::path::PathBuf> {
         use rewind_hook::install::{settings_path, Scope};
         let scope = if self.project {
@@ -68,7 +79,7 @@ impl InstallArgs {
             .map(std::path::PathBuf::from)
             .ok_or_else(|| anyhow::anyhow!("HOME is not set: cannot find ~/.claude"))?;
         let project = super::service(cli)?.context().root();
-        Ok(settings_path(scope, &project, &home))
+        Ok(settings_path(self.dialect(), scope, &project, &home))
     }
 }
 
@@ -80,9 +91,10 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         Agent::Install(a) => {
             let exe = std::env::current_exe()?;
             let exe = exe.to_string_lossy().replace('\'', "'\\''");
-            let said =
-                rewind_hook::install::install(&a.path(cli)?, &format!("'{exe}' hook claude-code"))
-                    .map_err(anyhow::Error::msg)?;
+            let d = a.dialect();
+            let command = format!("'{exe}' hook {}", rewind_hook::install::word(d));
+            let said = rewind_hook::install::install(d, &a.path(cli)?, &command)
+                .map_err(anyhow::Error::msg)?;
             println!("{said}");
             return Ok(0);
         }
