@@ -21,6 +21,7 @@ mod looking;
 mod merge;
 mod moved;
 mod overlapping_epochs;
+mod real_claude;
 mod restore_failures;
 mod restore_safety;
 mod rewind_concurrency;

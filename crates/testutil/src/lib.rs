@@ -19,8 +19,9 @@ pub fn require_bwrap() {
 }
 
 /// For a crate whose integration tests are one binary (`tests/main.rs`, with `autotests =
-/// false`): every `.rs` file and every directory of `tests/` is declared as a module of
-/// `main.rs`, so none is silently left uncompiled and unrun.
+/// false`): every `.rs` file and every directory holding one (`common/`) of `tests/` is
+/// declared as a module of `main.rs`, so none is silently left uncompiled and unrun.
+/// Directories of data only (fixtures, scripts) are not modules.
 pub fn assert_every_test_file_is_a_module(tests: &Path) {
     let main = std::fs::read_to_string(tests.join("main.rs")).unwrap();
     let declared: Vec<&str> = main
@@ -31,7 +32,15 @@ pub fn assert_every_test_file_is_a_module(tests: &Path) {
     for entry in std::fs::read_dir(tests).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let holds_rust = |dir: &Path| {
+            std::fs::read_dir(dir).is_ok_and(|mut d| {
+                d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "rs")))
+            })
+        };
         let module = if path.is_dir() {
+            if !holds_rust(&path) {
+                continue;
+            }
             name
         } else if let Some(stem) = name.strip_suffix(".rs") {
             stem.to_string()

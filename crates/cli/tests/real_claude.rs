@@ -1,0 +1,147 @@
+//! The real Claude Code CLI (`REWIND_CLAUDE_BIN`; `scripts/test` installs it from npm) driven
+//! by a scripted model on loopback (`tests/realclient/`), with Rewind's hooks installed by
+//! `rewind hook install claude-code`: two prompts in one session, a Read, an Edit, two Bash
+//! calls in one answer; the user edits a file between the prompts; the second prompt's Write
+//! of that file is refused by the guard and the user's edit survives; every tool call that ran
+//! is an epoch with its `tool_use_id`; a restore to the second prompt gives the tree as it was
+//! then.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::common::rewind::*;
+use crate::common::{text, Env};
+
+fn claude() -> Option<PathBuf> {
+    let bin = std::env::var_os("REWIND_CLAUDE_BIN").map(PathBuf::from)?;
+    bin.exists().then_some(bin)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One prompt through the real CLI; `script` answers it.
+fn prompt(env: &Env, bin: &Path, script: &Value, words: &str, cont: bool) {
+    let dir = env.home.path();
+    let script_file = dir.join("script.json");
+    std::fs::write(&script_file, script.to_string()).unwrap();
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/realclient/run_claude.sh");
+    let mut c = Command::new("bash");
+    c.arg(harness)
+        .arg(bin)
+        .arg(env.root())
+        .arg(&script_file)
+        .arg(words);
+    if cont {
+        c.arg("--continue");
+    }
+    let o = c
+        .env("PORT", free_port().to_string())
+        .env("FAKE_LOG", dir.join("fake.log"))
+        .env("CC_HOME", dir.join("cchome"))
+        .env("REWIND_HOME", env.home.path())
+        .env_remove("REWIND_SESSION")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "claude: {}", text(&o));
+}
+
+#[test]
+fn claude_code_with_rewinds_hooks() {
+    let Some(bin) = claude() else {
+        eprintln!("skipped: REWIND_CLAUDE_BIN is not set (scripts/test installs Claude Code)");
+        return;
+    };
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"alpha\nbeta\n");
+    write(root, "old.txt", b"old\n");
+    let o = env
+        .cmd_here(&["hook", "install", "claude-code", "--project"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let a = root.join("a.txt").to_str().unwrap().to_string();
+    let first = json!([[
+        {"tool": "Read", "input": {"file_path": a}},
+        {"tool": "Edit", "input": {"file_path": a, "old_string": "beta", "new_string": "BETA"}},
+        {"parallel": [
+            {"tool": "Bash", "input": {"command": "echo c > c.txt"}},
+            {"tool": "Bash", "input": {"command": "echo d > d.txt; rm old.txt"}}
+        ]},
+        {"text": "first done"}
+    ]]);
+    prompt(&env, &bin, &first, "first prompt", false);
+    assert_eq!(read_str(root, "a.txt"), "alpha\nBETA\n");
+    assert_eq!(read_str(root, "c.txt"), "c\n");
+    // The user edits a.txt between the prompts.
+    write(root, "a.txt", b"alpha\nBETA\nthe user's line\n");
+    let second = json!([
+        [{"text": "first done"}],
+        [
+            {"tool": "Write", "input": {"file_path": a, "content": "rewritten\n"}},
+            {"tool": "Bash", "input": {"command": "rm c.txt"}},
+            {"text": "second done"}
+        ]
+    ]);
+    prompt(&env, &bin, &second, "second prompt", true);
+    assert_eq!(
+        read_str(root, "a.txt"),
+        "alpha\nBETA\nthe user's line\n",
+        "the Write was refused: the user's edit survives"
+    );
+    assert!(!root.join("c.txt").exists());
+    let log = json(&env, "any", &["log", "--all-sessions", "--limit", "0"], 0);
+    let items = log["items"].as_array().unwrap();
+    let session = items
+        .iter()
+        .find(|e| e["type"] == "checkpoint")
+        .and_then(|e| e["session"].as_str())
+        .unwrap()
+        .to_string();
+    let tools: Vec<String> = items
+        .iter()
+        .filter(|e| e["type"] == "epoch" && e["session"] == session.as_str())
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["tool"].as_str().unwrap_or("-"),
+                e["tool_call"].as_str().unwrap_or("-")
+            )
+        })
+        .collect();
+    for t in ["Edit toolu_", "Bash toolu_"] {
+        assert!(tools.iter().any(|x| x.starts_with(t)), "{t} in {tools:?}");
+    }
+    assert!(
+        !tools.iter().any(|x| x.starts_with("Write")),
+        "the refused Write ran: {tools:?}"
+    );
+    let checkpoints: Vec<(&str, &str)> = items
+        .iter()
+        .filter(|e| e["type"] == "checkpoint")
+        .map(|e| {
+            (
+                e["message"].as_str().unwrap(),
+                e["label"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let p2 = checkpoints
+        .iter()
+        .find(|(_, l)| *l == "second prompt")
+        .expect("a checkpoint per prompt")
+        .0;
+    expect(&env, &session, &["restore", p2], 0);
+    assert_eq!(read_str(root, "c.txt"), "c\n");
+    assert_eq!(read_str(root, "a.txt"), "alpha\nBETA\nthe user's line\n");
+    fsck_clean(&env);
+}
