@@ -21,6 +21,16 @@ const FIXTURE: &str = include_str!("fixtures/claude-code-2.1.332-two-prompts.jso
 const SESSION: &str = "67f0f33d-8a74-4c01-ad85-972e3d3784fc";
 const PROMPT_2: &str = "cdfec122-d661-47e0-ace3-df71a0aa8f2d";
 
+/// These tests play the agent's tools themselves: Bash calls are not rewritten to run
+/// sandboxed (`danger-full-access` in the user's configuration).
+fn full_access(env: &Env) {
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[sandbox]\nmode = \"danger-full-access\"\n",
+    )
+    .unwrap();
+}
+
 fn hook(env: &Env, event: &Value, env_file: &Path) -> Output {
     let mut c = env.cmd_here(&["hook", "claude-code"]);
     c.current_dir(env.root()).env("CLAUDE_ENV_FILE", env_file);
@@ -61,6 +71,7 @@ fn a_real_sessions_events_are_recorded_and_rewound() {
     let root = env.root();
     write(root, "a.txt", b"alpha\nbeta\n");
     write(root, "old.txt", b"old\n");
+    full_access(&env);
     let env_file = env.home.path().join("claude-env");
     let mut refused = Vec::new();
     let mut skip_post: Option<String> = None;
@@ -183,6 +194,7 @@ fn parallel_bash_calls_are_each_recorded_once() {
     let env = Env::new();
     let root = env.root();
     write(root, "a.txt", b"a\n");
+    full_access(&env);
     let f = env.home.path().join("claude-env");
     let cwd = json!(root.to_str().unwrap());
     let run = |e: Value| {
@@ -563,4 +575,93 @@ fn codex_and_gemini_hooks_install_and_uninstall() {
         serde_json::from_slice(&std::fs::read(env.root().join(".gemini/settings.json")).unwrap())
             .unwrap();
     assert_eq!(back, gemini_original);
+}
+
+/// With the sandbox available and the workspace's mode not `danger-full-access`, a Bash call is
+/// rewritten (`updatedInput`) to run through `rewind exec --sandbox MODE` with its call id, the
+/// rest of its input kept; run as rewritten, it is one sandboxed epoch of the session (a write
+/// outside the workspace fails), and its PostToolUse opens nothing more. With
+/// `danger-full-access`, the call is left as it is and recorded by the hooks.
+#[test]
+fn bash_calls_are_rewritten_to_run_sandboxed() {
+    crate::common::require_bwrap();
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a\n");
+    let f = env.home.path().join("claude-env");
+    let cwd = json!(root.to_str().unwrap());
+    let outside = tempfile::tempdir().unwrap();
+    let out_file = outside.path().join("out.txt");
+    let cmd = format!("echo in > in.txt; echo out > '{}'", out_file.display());
+    let call = json!({"cwd": cwd, "tool_name": "Bash", "tool_use_id": "toolu_S",
+        "tool_input": {"command": cmd, "timeout": 120000, "description": "two writes"}});
+    assert_eq!(
+        hook(&env, &event("SessionStart", json!({"cwd": cwd})), &f)
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        hook(
+            &env,
+            &event("UserPromptSubmit", json!({"cwd": cwd, "prompt_id": "p1"})),
+            &f
+        )
+        .status
+        .code(),
+        Some(0)
+    );
+    let o = hook(&env, &event("PreToolUse", call.clone()), &f);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("a JSON answer");
+    let updated = &doc["hookSpecificOutput"]["updatedInput"];
+    assert_eq!(doc["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert_eq!(
+        updated["timeout"], 120000,
+        "the rest of the input is kept: {doc}"
+    );
+    assert_eq!(updated["description"], "two writes");
+    let rewritten = updated["command"].as_str().unwrap();
+    assert!(
+        rewritten.contains(" exec --sandbox workspace-write --tool Bash --tool-call toolu_S -- "),
+        "{rewritten}"
+    );
+    // What Claude Code then runs: the rewritten command, in its shell, from the workspace.
+    let ran = std::process::Command::new("sh")
+        .args(["-c", rewritten])
+        .current_dir(root)
+        .env("REWIND_HOME", env.home.path())
+        .output()
+        .unwrap();
+    assert!(
+        !ran.status.success(),
+        "the outside write fails: {}",
+        text(&ran)
+    );
+    assert_eq!(read_str(root, "in.txt"), "in\n");
+    assert!(!out_file.exists(), "nothing written outside the workspace");
+    assert_eq!(
+        hook(&env, &event("PostToolUse", call.clone()), &f)
+            .status
+            .code(),
+        Some(0)
+    );
+    let log = json(&env, "S1", &["log"], 0);
+    let bash: Vec<&Value> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["tool"] == "Bash")
+        .collect();
+    assert_eq!(bash.len(), 1, "one epoch for the call: {log}");
+    assert_eq!(bash[0]["tool_call"], "toolu_S");
+    assert_eq!(bash[0]["kind"], "opaque");
+    // Full access: left as it is, recorded by the hooks.
+    full_access(&env);
+    let call2 = json!({"cwd": cwd, "tool_name": "Bash", "tool_use_id": "toolu_F", "tool_input": {"command": "true"}});
+    let o = hook(&env, &event("PreToolUse", call2), &f);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "not rewritten: {}", text(&o));
+    let open = json(&env, "S1", &["status"], 0)["open_epochs"].clone();
+    assert_eq!(open[0]["tool_call"], "toolu_F", "{open}");
 }

@@ -145,3 +145,54 @@ fn claude_code_with_rewinds_hooks() {
     assert_eq!(read_str(root, "a.txt"), "alpha\nBETA\nthe user's line\n");
     fsck_clean(&env);
 }
+
+/// Layer ④ where the agent runs: with the hooks installed, the real CLI's Bash calls are
+/// rewritten to run through `rewind exec --sandbox` (Claude Code runs the rewritten command):
+/// a write inside the workspace happens and is recorded once with its `tool_use_id`; a write
+/// outside the workspace is blocked and the file does not exist.
+#[test]
+fn claude_codes_bash_runs_sandboxed() {
+    let Some(bin) = claude() else {
+        eprintln!("skipped: REWIND_CLAUDE_BIN is not set (scripts/test installs Claude Code)");
+        return;
+    };
+    crate::common::require_bwrap();
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"a\n");
+    let o = env
+        .cmd_here(&["hook", "install", "claude-code", "--project"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let outside = tempfile::tempdir().unwrap();
+    let out_file = outside.path().join("outside.txt");
+    let script = json!([[
+        {"tool": "Bash", "input": {"command": "echo inside > in.txt"}},
+        {"tool": "Bash", "input": {"command": format!("echo outside > '{}'", out_file.display())}},
+        {"text": "done"}
+    ]]);
+    prompt(&env, &bin, &script, "go", false);
+    assert_eq!(read_str(root, "in.txt"), "inside\n");
+    assert!(
+        !out_file.exists(),
+        "the sandbox blocked the write outside the workspace"
+    );
+    let log = json(&env, "any", &["log", "--all-sessions"], 0);
+    let bash: Vec<&Value> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["tool"] == "Bash")
+        .collect();
+    assert_eq!(bash.len(), 2, "one epoch per call: {log}");
+    assert!(bash
+        .iter()
+        .all(|e| e["tool_call"].as_str().unwrap().starts_with("toolu_")));
+    let changed: Vec<i64> = bash
+        .iter()
+        .map(|e| e["changes"].as_i64().unwrap())
+        .collect();
+    assert!(changed.contains(&1) && changed.contains(&0), "{changed:?}");
+}

@@ -73,7 +73,16 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
             call,
             files,
             command,
-        } => pre(&svc, dialect, &tool, call, files, command),
+            input,
+        } => match command {
+            Some(c) if dialect == Dialect::ClaudeCode => {
+                if let Some(out) = sandboxed(&svc, &event.session, call.as_deref(), &c, &input)? {
+                    return Ok(out);
+                }
+                pre(&svc, dialect, &tool, call, files, Some(c))
+            }
+            command => pre(&svc, dialect, &tool, call, files, command),
+        },
         What::Post {
             call,
             files,
@@ -193,6 +202,73 @@ fn pre(
         ..Default::default()
     })?;
     Ok(out)
+}
+
+/// A Bash call rewritten to run through `rewind exec --sandbox MODE` (when the workspace's
+/// sandbox mode is not `danger-full-access` and bubblewrap is installed): sandboxed and recorded
+/// as one opaque epoch, with the call's id, in one step, so no epoch is opened here. The
+/// rewritten input keeps everything else of the call (timeout, background, description); the
+/// command runs in the agent's shell directory as before. `None`: run it as it is.
+fn sandboxed(
+    svc: &Service,
+    session: &str,
+    call: Option<&str>,
+    command: &str,
+    input: &Value,
+) -> Result<Option<Outcome>, ApiError> {
+    let mode = svc.config()?.sandbox.mode.unwrap_or_default();
+    if mode == rewind_api::SandboxMode::DangerFullAccess || !on_path("bwrap") {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| ApiError::new(rewind_api::ErrorKind::Error, e.to_string()))?;
+    let shell = if Path::new("/bin/bash").exists() {
+        "/bin/bash"
+    } else {
+        "/bin/sh"
+    };
+    let mut argv = vec![
+        exe.to_string_lossy().into_owned(),
+        "-s".into(),
+        session.into(),
+        "exec".into(),
+        "--sandbox".into(),
+        mode.to_string(),
+        "--tool".into(),
+        "Bash".into(),
+    ];
+    if let Some(id) = call {
+        argv.extend(["--tool-call".into(), id.into()]);
+    }
+    argv.extend(["--".into(), shell.into(), "-c".into(), command.into()]);
+    let rewritten = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
+    let mut updated = input.clone();
+    updated["command"] = Value::String(rewritten);
+    let doc = serde_json::json!({
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}
+    });
+    Ok(Some(Outcome {
+        code: 0,
+        stdout: doc.to_string(),
+        stderr: String::new(),
+    }))
+}
+
+/// `s` as one shell word.
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Whether `program` is on `PATH`.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
 fn post(

@@ -57,12 +57,14 @@ pub(crate) enum What {
         offset: Option<u64>,
         limit: Option<u64>,
     },
-    /// A tool is about to run: `files` it will write (a file tool), or a shell `command`.
+    /// A tool is about to run: `files` it will write (a file tool), or a shell `command`;
+    /// `input` as the agent gave it.
     Pre {
         tool: String,
         call: Option<String>,
         files: Vec<PathBuf>,
         command: Option<String>,
+        input: Value,
     },
     /// A tool ran (`failed`: it failed); `files`: those a file tool wrote.
     Post {
@@ -143,6 +145,7 @@ pub(crate) fn read(dialect: Dialect, v: &Value) -> Result<Event, String> {
             call,
             files,
             command: s(&input, "command").filter(|_| shell).map(str::to_string),
+            input: input.clone(),
         },
         _ if after && read_tool && !failed => {
             match s(&input, "file_path").or_else(|| s(&input, "absolute_path")) {
