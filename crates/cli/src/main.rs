@@ -64,6 +64,9 @@ pub enum Command {
     Restore(commands::restore::Args),
     Undo(commands::restore::UndoArgs),
     Recover(commands::recover::Args),
+    Gc(commands::gc::Args),
+    Pin(commands::pin::Args),
+    Unpin(commands::pin::UnpinArgs),
     Sandbox(commands::sandbox::Args),
     // The guarded tools: their help (summary, details, examples) is the doc of their Args.
     Read(commands::read::Args),

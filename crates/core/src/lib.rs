@@ -25,6 +25,7 @@
 //! | `history`   | the log as a front shows it                                             |
 //! | `diff`      | the structured diff (files, hunks, tagged lines) every front renders    |
 //! | `guard`     | the guarded tools: read, check, write, edit, apply-patch                |
+//! | `gc`        | retention: the policy, the mark, the sweep, pins, orphaned workspaces   |
 
 mod base;
 mod capture;
@@ -33,6 +34,7 @@ mod db;
 pub mod diff;
 mod error;
 mod fs;
+mod gc;
 pub mod guard;
 mod history;
 mod model;
@@ -52,6 +54,8 @@ pub use config::Config;
 pub use db::oplog;
 pub use edit::EditSpec;
 pub use error::Error;
+pub use gc::orphans::Orphan;
+pub use gc::{CollectedCheckpoint, GcOptions, GcReport};
 pub use guard::{
     Edited, LineRange, PatchOptions, Patched, PatchedFile, ReadResult, StagedWrite, ToolCall,
     WriteCheck,

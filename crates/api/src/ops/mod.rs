@@ -46,6 +46,12 @@ operations! {
         "The workspace, its store, sessions and heads, open epochs, unfinished restores and uncovered paths.";
     "fsck" => workspace::FsckRequest, workspace::FsckResponse,
         "Verify every stored object and reference; name what is lost.";
+    "gc" => workspace::GcRequest, workspace::GcResponse,
+        "Drop old history under the retention policy, sweep and repack the store, reclaim orphaned workspaces.";
+    "pin" => workspace::PinRequest, workspace::PinResponse,
+        "Pin a checkpoint: garbage collection never drops it.";
+    "unpin" => workspace::PinRequest, workspace::PinResponse,
+        "Unpin a checkpoint: the retention policy applies to it again.";
     "recover" => workspace::RecoverRequest, workspace::RecoverResponse,
         "Finish interrupted restores and settle epochs whose process died.";
     "log" => history::LogRequest, history::LogResponse,

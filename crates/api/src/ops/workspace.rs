@@ -81,7 +81,64 @@ pub struct RecoverRequest {}
 /// See [`RecoverRequest`].
 pub type RecoverResponse = rewind_core::Recovered;
 
+/// Drop old history under the retention policy and free its space: keep each session's newest
+/// `keep` checkpoints, drop those older than `max_age`, then the oldest until the state fits
+/// `max_bytes`. Heads, pinned checkpoints, open epochs and unfinished restores are always
+/// kept. Unset limits come from `[retention]`. Also removes orphaned workspaces idle past the
+/// age.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GcRequest {
+    /// Report what would go, write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Size budget of the workspace's state, in bytes.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+    /// Checkpoints older than this many seconds may go.
+    #[serde(default)]
+    pub max_age_secs: Option<u64>,
+    /// Each session's newest this many checkpoints are kept.
+    #[serde(default)]
+    pub keep: Option<u64>,
+}
+
+/// See [`GcRequest`].
+pub type GcResponse = rewind_core::GcReport;
+
+/// Pin a checkpoint (never collected) or unpin it.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PinRequest {
+    /// The checkpoint: its id, a unique prefix, or a message id of the session.
+    pub id: String,
+}
+
+/// The checkpoint, with its pin as it is now.
+pub type PinResponse = rewind_core::CheckpointRow;
+
 impl Service {
+    /// The `gc` operation: see [`GcRequest`].
+    pub fn gc(&self, req: &GcRequest) -> Result<GcResponse, ApiError> {
+        let ws = self.ws()?;
+        Ok(ws.gc(&rewind_core::GcOptions {
+            dry_run: req.dry_run,
+            max_bytes: req.max_bytes,
+            max_age: req.max_age_secs.map(std::time::Duration::from_secs),
+            keep: req.keep,
+        })?)
+    }
+
+    /// The `pin` operation: see [`PinRequest`].
+    pub fn pin(&self, req: &PinRequest) -> Result<PinResponse, ApiError> {
+        Ok(self.ws()?.pin(self.ctx.session(), &req.id, true)?)
+    }
+
+    /// The `unpin` operation: see [`PinRequest`].
+    pub fn unpin(&self, req: &PinRequest) -> Result<PinResponse, ApiError> {
+        Ok(self.ws()?.pin(self.ctx.session(), &req.id, false)?)
+    }
+
     /// Registers and captures the workspace; `progress` is updated while it walks.
     pub fn init(
         &self,

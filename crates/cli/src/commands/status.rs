@@ -63,6 +63,15 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
                 println!("  {} ({} bytes)", u.path_display(), u.size);
             }
         }
+        for o in &s.orphans {
+            println!(
+                "orphan     workspace {} of {} (root gone, idle {} days, {} bytes; `rewind gc --max-age` reclaims it)",
+                o.id,
+                o.root,
+                o.idle_ns / 86_400_000_000_000,
+                o.bytes
+            );
+        }
     })?;
     Ok(0)
 }

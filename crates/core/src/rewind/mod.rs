@@ -81,7 +81,7 @@ impl Target {
         }
     }
     /// Changes at positions after this are undone.
-    fn after_pos(&self) -> i64 {
+    pub(crate) fn after_pos(&self) -> i64 {
         match self {
             Target::Checkpoint(c) => c.pos,
             Target::Epoch(e) => e.pos - 1,
@@ -147,6 +147,7 @@ impl Workspace {
             payload: None,
             pinned: false,
             created_ns: 0,
+            collected_ns: None,
         };
         let opts = RewindOptions {
             dry_run,
@@ -229,7 +230,12 @@ impl Workspace {
         for p in &opts.paths {
             relpath::check(p)?;
         }
+        refuse_collected(target)?;
         let _lock = self.lock_when_session_idle(session, opts.wait)?;
+        // Collected while this waited for the lock: read again under it.
+        if let Ok(again) = self.resolve(session, target.id()) {
+            refuse_collected(&again)?;
+        }
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
         self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
@@ -261,7 +267,7 @@ impl Workspace {
         let mut out = if opts.all {
             self.plan_all(session, target, opts)?
         } else {
-            let rows = oplog::session_changes_after(&self.db(), session, target.after_pos())?;
+            let rows = self.undo_rows(session, target.after_pos())?;
             let mut changes: Vec<Change> = rows.into_iter().map(|r| r.change).collect();
             if opts.dry_run {
                 // The real run settles the session's open epochs first: preview as if it had.
@@ -319,6 +325,7 @@ impl Workspace {
             None => oplog::last_epoch(&self.db(), session)?
                 .ok_or_else(|| Error::State(format!("session {session} has no epoch to undo")))?,
         };
+        refuse_collected_epoch(&e)?;
         if e.state == EpochState::Open {
             return Err(Error::State(format!(
                 "epoch {} is still open; end it first",
@@ -492,16 +499,7 @@ impl Workspace {
         target: &Target,
         opts: &RewindOptions,
     ) -> Result<RewindOutcome, Error> {
-        let tree = match target {
-            Target::Checkpoint(c) => c.root,
-            Target::Epoch(e) => e.pre_root.ok_or_else(|| {
-                Error::State(format!(
-                    "--all needs a whole-tree state, and {} epoch {} has none; give a checkpoint instead",
-                    e.kind.as_str(),
-                    e.id
-                ))
-            })?,
-        };
+        let tree = target_tree(target)?;
         let mut found = self.capture_found(None)?;
         if !opts.dry_run {
             self.transaction(|| self.record_found(&found, session, None).map(drop))?;
@@ -619,6 +617,7 @@ impl Workspace {
                     note: Some(format!("restore to {target}")),
                     created_ns: now,
                     settled_ns: None,
+                    collected_ns: None,
                 },
             )?;
             journal::insert(
@@ -643,6 +642,81 @@ impl Workspace {
         out.applied = true;
         out.epoch = Some(epoch_id);
         Ok(out)
+    }
+}
+
+/// Refuses a checkpoint garbage collection dropped: what restoring to it (or diffing it)
+/// needs is no longer stored. Exit 7, naming it and when it went.
+pub(crate) fn refuse_collected_checkpoint(c: &CheckpointRow) -> Result<(), Error> {
+    match c.collected_ns {
+        None => Ok(()),
+        Some(ns) => Err(Error::Unavailable(format!(
+            "checkpoint {} (session {}, message {}) was collected by garbage collection at {}: \
+             the content restoring to it needs is no longer stored; nothing was changed",
+            c.id,
+            c.session,
+            c.message.as_deref().unwrap_or("-"),
+            crate::base::utc(ns)
+        ))
+        .remedy(crate::model::remedy::Remedy::Log)),
+    }
+}
+
+/// Refuses an epoch garbage collection dropped (see [`refuse_collected_checkpoint`]).
+pub(crate) fn refuse_collected_epoch(e: &EpochRow) -> Result<(), Error> {
+    match e.collected_ns {
+        None => Ok(()),
+        Some(ns) => Err(Error::Unavailable(format!(
+            "epoch {} ({} epoch of session {}) was collected by garbage collection at {}: the \
+             content it changed is no longer stored; nothing was changed",
+            e.id,
+            e.kind.as_str(),
+            if e.session.is_empty() {
+                "-"
+            } else {
+                &e.session
+            },
+            crate::base::utc(ns)
+        ))
+        .remedy(crate::model::remedy::Remedy::Log)),
+    }
+}
+
+/// Refuses a restore target garbage collection dropped.
+pub(crate) fn refuse_collected(target: &Target) -> Result<(), Error> {
+    match target {
+        Target::Checkpoint(c) => refuse_collected_checkpoint(c),
+        Target::Epoch(e) => refuse_collected_epoch(e),
+    }
+}
+
+/// The tree an `--all` restore to `target` makes the workspace equal to: a checkpoint's tree,
+/// or an opaque epoch's tree before it ran. The planner reads exactly this; garbage collection
+/// keeps what it names for every target it keeps.
+pub(crate) fn target_tree(target: &Target) -> Result<ObjectId, Error> {
+    match target {
+        Target::Checkpoint(c) => Ok(c.root),
+        Target::Epoch(e) => e.pre_root.ok_or_else(|| {
+            Error::State(format!(
+                "--all needs a whole-tree state, and {} epoch {} has none; give a checkpoint instead",
+                e.kind.as_str(),
+                e.id
+            ))
+        }),
+    }
+}
+
+impl Workspace {
+    /// The changes a restore of `session` to a point at `after_pos` undoes (session scope):
+    /// the planner takes, per path, the `before` of the earliest and the `after` of the latest.
+    /// Garbage collection keeps what these rows name for every checkpoint it keeps, from this
+    /// same function, so what is kept is what a restore reads.
+    pub(crate) fn undo_rows(
+        &self,
+        session: &str,
+        after_pos: i64,
+    ) -> Result<Vec<oplog::ChangeRow>, Error> {
+        oplog::session_changes_after(&self.db(), session, after_pos)
     }
 }
 

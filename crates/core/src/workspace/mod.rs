@@ -114,6 +114,9 @@ pub struct Status {
     /// Paths whose content the last capture could not take (from the stat cache): never
     /// restored, never deleted.
     pub uncovered: Vec<Uncovered>,
+    /// Other workspaces registered in the same state directory whose root no longer exists
+    /// (`gc` with an age removes those idle longer than it).
+    pub orphans: Vec<crate::gc::orphans::Orphan>,
 }
 
 /// A session and where its conversation is.
@@ -426,6 +429,10 @@ impl Workspace {
             open_epochs: self.open_epochs()?,
             unfinished_restores: self.unfinished_restores()?,
             uncovered,
+            orphans: match self.dir.parent().and_then(|p| p.parent()) {
+                Some(home) => crate::gc::orphans::find(home, &self.id),
+                None => Vec::new(),
+            },
         })
     }
 
@@ -461,7 +468,9 @@ impl Workspace {
                 stack.push((s.root, format!("snapshot {} ({})", s.seq, s.label)));
             }
         }
-        let checkpoints = crate::db::oplog::checkpoints(&self.db(), None, i64::MAX)?;
+        // Collected checkpoints' content is gone by design: not a loss.
+        let mut checkpoints = crate::db::oplog::checkpoints(&self.db(), None, i64::MAX)?;
+        checkpoints.retain(|c| c.collected_ns.is_none());
         for c in &checkpoints {
             if !c.root.is_zero() {
                 stack.push((c.root, format!("checkpoint {}", c.id)));

@@ -1,0 +1,466 @@
+//! Retention: which checkpoints and epochs garbage collection drops, and the sweep that frees
+//! their bytes (see `docs/format.md`, "Garbage collection").
+//!
+//! Policy, per workspace: keep each session's newest `keep` checkpoints, drop checkpoints
+//! older than `max_age`, then drop the oldest first until the state fits `max_bytes`. Never
+//! dropped: each session's head checkpoint, pinned checkpoints, open epochs, unfinished
+//! restores, the stat cache and the last known state of every path. A dropped checkpoint stays
+//! in the op log marked collected (a restore to it is refused, exit 7); so do the epochs only
+//! dropped checkpoints needed.
+//!
+//! The whole run holds the workspace lock: every writer stores objects and records what refers
+//! to them under that lock, so nothing can gain a reference to an object between the mark and
+//! the sweep.
+
+mod mark;
+pub(crate) mod orphans;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use rewind_store::{ObjectId, SweepStats};
+use serde::Serialize;
+
+use crate::base::{failpoint, now_ns};
+use crate::capture::state::State;
+use crate::db::{self, oplog};
+use crate::model::oplog::{CheckpointRow, EpochState};
+use crate::rewind::{target_tree, Target};
+use crate::workspace::Workspace;
+use crate::Error;
+use mark::{Root, GONE, KEPT};
+
+/// How a garbage collection runs; `None` takes the workspace's `[retention]` setting.
+#[derive(Clone, Debug, Default)]
+pub struct GcOptions {
+    /// Decide and report, write nothing.
+    pub dry_run: bool,
+    /// The size budget of the workspace's state, in bytes.
+    pub max_bytes: Option<u64>,
+    /// Checkpoints older than this may be dropped.
+    pub max_age: Option<Duration>,
+    /// Each session's newest this many checkpoints are kept.
+    pub keep: Option<u64>,
+}
+
+/// A checkpoint garbage collection dropped (or would drop).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct CollectedCheckpoint {
+    /// Its id.
+    pub id: String,
+    /// Its session.
+    pub session: String,
+    /// The message it was bound to.
+    pub message: Option<String>,
+    /// When it was made (ns since the Unix epoch).
+    pub created_ns: i64,
+}
+
+/// What a garbage collection did, or (dry run) would do.
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+pub struct GcReport {
+    /// Nothing was written.
+    pub dry_run: bool,
+    /// Checkpoints dropped now, oldest first.
+    pub checkpoints: Vec<CollectedCheckpoint>,
+    /// Epochs dropped now (their content is no longer kept), oldest first.
+    pub epochs: Vec<String>,
+    /// Whole-tree snapshot records dropped.
+    pub snapshots: u64,
+    /// Checkpoints kept (not collected), of every session.
+    pub kept_checkpoints: u64,
+    /// Objects removed from the store.
+    pub objects_removed: u64,
+    /// Bytes the sweep frees (packs deleted minus packs written, inline bytes removed).
+    pub bytes_freed: u64,
+    /// Pack files deleted.
+    pub packs_deleted: u64,
+    /// Pack files written by the repack.
+    pub packs_written: u64,
+    /// Live objects copied into new packs.
+    pub objects_moved: u64,
+    /// Bytes of the workspace's state directory before.
+    pub state_bytes_before: u64,
+    /// Bytes after (a dry run: the estimate).
+    pub state_bytes_after: u64,
+    /// The size budget applied, if any.
+    pub max_bytes: Option<u64>,
+    /// The state fits the budget (true without one). False: what is always kept is larger.
+    pub within_budget: bool,
+    /// Orphaned workspaces (root gone, idle past the age) whose state was removed (or would
+    /// be): their state directories.
+    pub orphans_removed: Vec<orphans::Orphan>,
+}
+
+/// What the policy decided, before anything is written.
+struct Decision {
+    collect_checkpoints: Vec<CheckpointRow>,
+    collect_epochs: Vec<String>,
+    forget_snapshots_at: Option<i64>,
+    live: HashSet<ObjectId>,
+    state_after: u64,
+    fingerprints: Vec<(String, i64)>,
+    kept: u64,
+}
+
+impl Workspace {
+    /// Pins (or unpins) checkpoint `id` (or a message id of `session`): a pinned checkpoint is
+    /// never collected. Returns it.
+    pub fn pin(&self, session: &str, id: &str, pinned: bool) -> Result<CheckpointRow, Error> {
+        let _lock = self.lock(crate::workspace::lock::default_wait(), "pin")?;
+        let c = match self.resolve(session, id)? {
+            Target::Checkpoint(c) => c,
+            Target::Epoch(e) => {
+                return Err(Error::State(format!(
+                    "{} is an epoch; only checkpoints can be pinned",
+                    e.id
+                )))
+            }
+        };
+        crate::rewind::refuse_collected_checkpoint(&c)?;
+        db::gc::set_pinned(&self.db(), &c.id, pinned)?;
+        Ok(CheckpointRow { pinned, ..c })
+    }
+
+    /// Bytes of the state directory (packs, op log and index, stat cache), as `du` counts
+    /// apparent sizes; worktrees are not in it.
+    pub fn state_bytes(&self) -> u64 {
+        dir_bytes(self.state_dir())
+    }
+
+    /// Runs garbage collection under `opts` (unset fields from `[retention]`).
+    pub fn gc(&self, opts: &GcOptions) -> Result<GcReport, Error> {
+        let cfg = &self.config().retention;
+        let opts = GcOptions {
+            dry_run: opts.dry_run,
+            max_bytes: opts.max_bytes.or(cfg.max_bytes.map(|s| s.0)),
+            max_age: opts.max_age.or(cfg.max_age.map(|s| s.0)),
+            keep: opts.keep.or(cfg.keep),
+        };
+        let _lock = self.lock(crate::workspace::lock::default_wait(), "gc")?;
+        if !opts.dry_run {
+            self.recover_locked()?;
+            // Left by a gc killed between its index commit and its pack deletes.
+            self.store().remove_unindexed_packs()?;
+        }
+        let before = self.state_bytes();
+        let d = self.decide(&opts, before)?;
+        let mut report = GcReport {
+            dry_run: opts.dry_run,
+            checkpoints: d
+                .collect_checkpoints
+                .iter()
+                .map(|c| CollectedCheckpoint {
+                    id: c.id.clone(),
+                    session: c.session.clone(),
+                    message: c.message.clone(),
+                    created_ns: c.created_ns,
+                })
+                .collect(),
+            epochs: d.collect_epochs.clone(),
+            kept_checkpoints: d.kept,
+            state_bytes_before: before,
+            max_bytes: opts.max_bytes,
+            ..Default::default()
+        };
+        let forget = match d.forget_snapshots_at {
+            Some(pos) => db::gc::snapshots_to_forget(&self.db(), pos)?.len() as u64,
+            None => 0,
+        };
+        report.snapshots = forget;
+        let mut plan = self.store().plan_sweep(&d.live, opts.max_bytes.is_some())?;
+        let home = self.state_dir().parent().and_then(|p| p.parent());
+        if let Some(home) = home {
+            report.orphans_removed = orphans::reclaim(home, self.id(), opts.max_age, opts.dry_run)?;
+        }
+        if opts.dry_run {
+            fill(&mut report, &plan.stats);
+            report.state_bytes_after = d.state_after;
+            report.within_budget = opts.max_bytes.is_none_or(|b| d.state_after <= b);
+            return Ok(report);
+        }
+        failpoint::hit("gc-after-mark");
+        self.store().repack(&mut plan)?;
+        failpoint::hit("gc-after-repack");
+        let now = now_ns();
+        self.transaction(|| {
+            let ids: Vec<String> = d.collect_checkpoints.iter().map(|c| c.id.clone()).collect();
+            db::gc::collect_checkpoints(&self.db(), &ids, now)?;
+            db::gc::collect_epochs(&self.db(), &d.collect_epochs, now)?;
+            if let Some(pos) = d.forget_snapshots_at {
+                db::gc::forget_snapshots(&self.db(), pos)?;
+            }
+            for (session, pos) in &d.fingerprints {
+                db::gc::forget_fingerprints(&self.db(), session, *pos)?;
+            }
+            self.store().commit_sweep(&plan)?;
+            Ok(())
+        })?;
+        failpoint::hit("gc-after-index");
+        let stats = self
+            .store()
+            .finish_sweep(plan, &|| failpoint::hit("gc-after-pack-delete"))?;
+        fill(&mut report, &stats);
+        let (size, free) = db::gc::database_bytes(&self.db())?;
+        if free > (1 << 20) || (free > 0 && free * 4 > size) {
+            db::gc::compact(&self.db())?;
+        }
+        report.state_bytes_after = self.state_bytes();
+        report.within_budget = opts.max_bytes.is_none_or(|b| report.state_bytes_after <= b);
+        Ok(report)
+    }
+
+    /// The policy: which checkpoints and epochs go, and the objects that stay.
+    fn decide(&self, opts: &GcOptions, state_now: u64) -> Result<Decision, Error> {
+        let db = self.db();
+        let checkpoints = oplog::checkpoints(&db, None, i64::MAX)?;
+        let epochs = oplog::epochs(&db, None, i64::MAX)?;
+        let heads: HashSet<String> = oplog::sessions(&db)?
+            .into_iter()
+            .filter_map(|(s, head)| {
+                let head = head?;
+                oplog::checkpoint_by_message(&db, &s, &head)
+                    .ok()
+                    .flatten()
+                    .map(|c| c.id)
+            })
+            .collect();
+        drop(db);
+        // Protected: heads, pins, each session's newest `keep`.
+        let mut per_session: HashMap<&str, Vec<&CheckpointRow>> = HashMap::new();
+        for c in checkpoints.iter().filter(|c| c.collected_ns.is_none()) {
+            per_session.entry(&c.session).or_default().push(c);
+        }
+        let mut protected: HashSet<&str> = HashSet::new();
+        for list in per_session.values_mut() {
+            list.sort_by_key(|c| std::cmp::Reverse(c.pos));
+            let keep = opts.keep.unwrap_or(0) as usize;
+            protected.extend(list.iter().take(keep).map(|c| c.id.as_str()));
+        }
+        for c in &checkpoints {
+            if c.pinned || heads.contains(&c.id) {
+                protected.insert(&c.id);
+            }
+        }
+        let mut droppable: Vec<&CheckpointRow> = checkpoints
+            .iter()
+            .filter(|c| c.collected_ns.is_none() && !protected.contains(c.id.as_str()))
+            .collect();
+        droppable.sort_by_key(|c| (c.created_ns, c.pos));
+        let mut anchor_of: HashMap<&str, i64> = HashMap::new();
+        for c in &checkpoints {
+            let a = if c.collected_ns.is_some() {
+                GONE
+            } else if protected.contains(c.id.as_str()) {
+                KEPT
+            } else {
+                droppable.iter().position(|d| d.id == c.id).unwrap_or(0) as i64
+            };
+            anchor_of.insert(&c.id, a);
+        }
+        // Epochs: what every checkpoint before them needs (see `mark`).
+        let all = mark::PrefixMax::new(
+            checkpoints
+                .iter()
+                .map(|c| (c.pos, anchor_of[c.id.as_str()]))
+                .collect(),
+        );
+        let mut by_session: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
+        for c in &checkpoints {
+            by_session
+                .entry(&c.session)
+                .or_default()
+                .push((c.pos, anchor_of[c.id.as_str()]));
+        }
+        let by_session: HashMap<&str, mark::PrefixMax> = by_session
+            .into_iter()
+            .map(|(s, v)| (s, mark::PrefixMax::new(v)))
+            .collect();
+        let epoch_anchor: HashMap<&str, i64> = epochs
+            .iter()
+            .map(|e| {
+                let a = if e.state == EpochState::Open {
+                    KEPT
+                } else if e.collected_ns.is_some() {
+                    GONE
+                } else if e.session.is_empty() {
+                    all.at(e.pos)
+                } else {
+                    by_session
+                        .get(e.session.as_str())
+                        .map_or(KEPT, |p| p.at(e.pos))
+                };
+                (e.id.as_str(), a)
+            })
+            .collect();
+        // The roots, each with its anchor.
+        let mut roots: Vec<(i64, Root)> = Vec::new();
+        for c in &checkpoints {
+            let a = anchor_of[c.id.as_str()];
+            if a != GONE {
+                roots.push((a, Root::Tree(target_tree(&Target::Checkpoint(c.clone()))?)));
+            }
+        }
+        // What a session-scope restore to each kept checkpoint reads (the planner's rows).
+        let epoch_pos: HashMap<&str, i64> = epochs.iter().map(|e| (e.id.as_str(), e.pos)).collect();
+        for (session, list) in &per_session {
+            let Some(oldest) = list.iter().map(|c| c.pos).min() else {
+                continue;
+            };
+            let p = &by_session[session];
+            for r in self.undo_rows(session, oldest)? {
+                let pos = epoch_pos.get(r.epoch.as_str()).copied().unwrap_or(r.pos);
+                if let Some(b) = r.change.before {
+                    roots.push((p.at(pos), Root::Entry(b)));
+                }
+            }
+        }
+        for e in &epochs {
+            let a = epoch_anchor[e.id.as_str()];
+            if let (Some(_), true) = (e.pre_root, a != GONE) {
+                roots.push((a, Root::Tree(target_tree(&Target::Epoch(e.clone()))?)));
+            }
+        }
+        let db = self.db();
+        for (epoch, before, after) in db::gc::all_changes(&db)? {
+            let a = epoch_anchor.get(epoch.as_str()).copied().unwrap_or(KEPT);
+            roots.extend(before.map(|b| (a, Root::Entry(b))));
+            roots.extend(after.map(|b| (a, Root::Entry(b))));
+        }
+        for e in db::gc::last_known_entries(&db)? {
+            roots.push((KEPT, Root::Entry(e)));
+        }
+        for s in db::gc::unfinished_plans(&db)? {
+            roots.extend(s.before.map(|b| (KEPT, Root::Entry(b))));
+            roots.extend(s.after.map(|b| (KEPT, Root::Entry(b))));
+        }
+        let snapshots = db::gc::snapshot_roots(&db)?;
+        drop(db);
+        let snapshot_anchor = |pos: i64| all.at(pos);
+        for (i, (root, pos)) in snapshots.iter().enumerate() {
+            let a = if i + 1 == snapshots.len() {
+                KEPT
+            } else {
+                snapshot_anchor(*pos)
+            };
+            roots.push((a, Root::Tree(*root)));
+        }
+        let state = State::load(&self.state_path());
+        roots.push((KEPT, Root::Tree(state.root)));
+        for entries in state.dirs.values() {
+            for e in entries {
+                roots.push((
+                    KEPT,
+                    Root::Entry(crate::model::entry::Entry {
+                        kind: e.kind,
+                        mode: e.mode,
+                        size: e.size,
+                        id: e.id,
+                    }),
+                ));
+            }
+        }
+        let costs = self.store().object_costs()?;
+        let marks = mark::mark(self.store(), &costs, roots)?;
+        // How many of the oldest droppable checkpoints go: the age, then the budget.
+        let now = now_ns();
+        let mut k = match opts.max_age {
+            Some(age) => {
+                let cutoff = now - age.as_nanos().min(i64::MAX as u128) as i64;
+                droppable
+                    .iter()
+                    .take_while(|c| c.created_ns < cutoff)
+                    .count()
+            }
+            None => 0,
+        };
+        // Bytes freed by dropping the oldest j: objects whose anchor is below j.
+        let mut freed_below = vec![0u64; droppable.len() + 1];
+        let mut garbage = 0u64;
+        for (id, cost) in &costs {
+            match marks.anchor.get(id) {
+                None => garbage += cost.bytes,
+                Some(&a) if a >= 0 && (a as usize) < droppable.len() => {
+                    freed_below[a as usize + 1] += cost.bytes
+                }
+                Some(_) => {}
+            }
+        }
+        for j in 1..freed_below.len() {
+            freed_below[j] += freed_below[j - 1];
+        }
+        let after = |j: usize| state_now.saturating_sub(garbage + freed_below[j]);
+        if let Some(budget) = opts.max_bytes {
+            while k < droppable.len() && after(k) > budget {
+                k += 1;
+            }
+        }
+        let dropped: HashSet<&str> = droppable[..k].iter().map(|c| c.id.as_str()).collect();
+        let collect_checkpoints: Vec<CheckpointRow> =
+            droppable[..k].iter().map(|c| (*c).clone()).collect();
+        let mut collect_epochs: Vec<(i64, String)> = epochs
+            .iter()
+            .filter(|e| {
+                let a = epoch_anchor[e.id.as_str()];
+                a >= 0 && a < k as i64
+            })
+            .map(|e| (e.pos, e.id.clone()))
+            .collect();
+        collect_epochs.sort();
+        let live: HashSet<ObjectId> = marks
+            .anchor
+            .iter()
+            .filter(|(_, a)| **a >= k as i64)
+            .map(|(id, _)| *id)
+            .collect();
+        let forget_snapshots_at = snapshots
+            .iter()
+            .take(snapshots.len().saturating_sub(1))
+            .filter(|(_, pos)| snapshot_anchor(*pos) < k as i64)
+            .map(|(_, pos)| *pos)
+            .max();
+        let mut fingerprints: HashMap<String, i64> = HashMap::new();
+        for c in &collect_checkpoints {
+            let e = fingerprints.entry(c.session.clone()).or_insert(c.pos);
+            *e = (*e).max(c.pos);
+        }
+        let kept = checkpoints
+            .iter()
+            .filter(|c| c.collected_ns.is_none() && !dropped.contains(c.id.as_str()))
+            .count() as u64;
+        Ok(Decision {
+            collect_checkpoints,
+            collect_epochs: collect_epochs.into_iter().map(|(_, id)| id).collect(),
+            forget_snapshots_at,
+            live,
+            state_after: after(k),
+            fingerprints: fingerprints.into_iter().collect(),
+            kept,
+        })
+    }
+}
+
+fn fill(report: &mut GcReport, s: &SweepStats) {
+    report.objects_removed = s.objects_removed;
+    report.bytes_freed = s.bytes_freed;
+    report.packs_deleted = s.packs_deleted;
+    report.packs_written = s.packs_written;
+    report.objects_moved = s.objects_moved;
+}
+
+/// Apparent size of every file under `dir`, in bytes (0 for what cannot be read).
+pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut total = 0;
+    for e in list.flatten() {
+        let Ok(meta) = e.metadata() else { continue };
+        if meta.is_dir() {
+            total += dir_bytes(&e.path());
+        } else {
+            total += meta.len();
+        }
+    }
+    total
+}
