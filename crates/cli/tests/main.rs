@@ -14,6 +14,7 @@ mod crash;
 mod docs;
 mod exec_sandbox;
 mod fail_closed;
+mod gc;
 mod guard;
 mod invocation_dir;
 mod looking;
