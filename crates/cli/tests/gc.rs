@@ -29,8 +29,9 @@ pub fn state_bytes(env: &Env) -> u64 {
 }
 
 /// `n` turns of session `s`: a checkpoint, then an exec that rewrites `big.bin` with 1 MiB of
-/// fresh random bytes and `turn.txt` with the turn's number. Returns each checkpoint's id
-/// with the tree at that moment.
+/// fresh random bytes and `turn.txt` with the turn's number (the first also writes a file that
+/// never changes, so the first turn's pack is mostly, not wholly, dead once that turn is
+/// collected). Returns each checkpoint's id with the tree at that moment.
 pub fn churn(env: &Env, s: &str, first: usize, n: usize) -> Vec<(String, Tree)> {
     let mut out = Vec::new();
     for i in first..first + n {
@@ -39,7 +40,10 @@ pub fn churn(env: &Env, s: &str, first: usize, n: usize) -> Vec<(String, Tree)> 
         sh(
             env,
             s,
-            &format!("head -c 1048576 /dev/urandom > big-{s}.bin; echo {i} > turn-{s}.txt"),
+            &format!(
+                "[ -f fixed-{s}.bin ] || head -c 300000 /dev/urandom > fixed-{s}.bin; \
+                 head -c 1048576 /dev/urandom > big-{s}.bin; echo {i} > turn-{s}.txt"
+            ),
         );
     }
     out

@@ -15,6 +15,7 @@ mod docs;
 mod exec_sandbox;
 mod fail_closed;
 mod gc;
+mod gc_crash;
 mod guard;
 mod invocation_dir;
 mod looking;

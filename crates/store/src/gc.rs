@@ -136,8 +136,11 @@ impl Store {
         }
         let indexed = self.index.pack_names()?;
         let mut removed = Vec::new();
+        let tmp = self.packs_dir.join(pack::TMP_DIR);
         for name in pack::packs_on_disk(&self.packs_dir)? {
-            if indexed.contains(&name) {
+            // A live writer between its rename and its index commit: not ours to remove.
+            let publishing = tmp.join(format!("{name}.{}", pack::PUBLISHING));
+            if indexed.contains(&name) || publishing.exists() {
                 continue;
             }
             let path = pack::pack_path(&self.packs_dir, &name);
@@ -187,6 +190,7 @@ impl Store {
             rows.collect::<Result<_, _>>()?
         };
         let mut moved_bytes = 0u64;
+        let packed: HashSet<ObjectId> = by_pack.values().flatten().map(|e| e.id).collect();
         for row in self.index.packs()? {
             let entries = by_pack.get(&row.id).map(Vec::as_slice).unwrap_or(&[]);
             let size = sizes.get(&row.id).copied().unwrap_or(0);
@@ -228,7 +232,12 @@ impl Store {
                 };
                 let id = ObjectId(id);
                 let len = r.get::<_, i64>(1)? as u64;
-                if live.contains(&id) {
+                if packed.contains(&id) {
+                    // Also in a pack (adopted from a repack that died before its commit): the
+                    // inline copy is redundant.
+                    plan.dead_inline.push(id);
+                    plan.stats.bytes_freed += len;
+                } else if live.contains(&id) {
                     inline_live_bytes += len;
                     inline_live.push((id, len));
                 } else {

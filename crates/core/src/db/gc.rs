@@ -144,10 +144,11 @@ pub(crate) fn unfinished_plans(db: &Connection) -> Result<Vec<Change>, Error> {
     Ok(out)
 }
 
-/// Every change row's epoch and its two entries, for marking: (epoch, before, after).
-pub(crate) fn all_changes(
-    db: &Connection,
-) -> Result<Vec<(String, Option<Entry>, Option<Entry>)>, Error> {
+/// A change row's epoch and its two entries (mode and size left out), for marking.
+pub(crate) type ChangeSides = (String, Option<Entry>, Option<Entry>);
+
+/// Every change row's epoch and its two entries, for marking.
+pub(crate) fn all_changes(db: &Connection) -> Result<Vec<ChangeSides>, Error> {
     let mut st = db.prepare("SELECT epoch, pre_kind, pre_id, post_kind, post_id FROM changes")?;
     let entry = |k: Option<i64>, id: Option<Vec<u8>>| -> Option<Entry> {
         let kind = EntryKind::from_u8(k? as u8)?;

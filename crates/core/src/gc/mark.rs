@@ -1,7 +1,11 @@
 //! Mark: for every stored object, the newest *anchor* that needs it.
 //!
 //! The checkpoints the policy may drop are numbered oldest first (0, 1, …); dropping "the
-//! oldest k" drops those numbered below k. Everything that needs objects gets the number of the
+//! oldest k" drops those numbered below k. History no kept checkpoint's restore reads (external
+//! epochs, epochs of a session before its first checkpoint or of a session without any, old
+//! snapshot records) goes with the droppable checkpoint before it in time (with the first, when
+//! none is before it); with none droppable at all, only a size budget drops it (one step past
+//! the last). Everything that needs objects gets the number of the
 //! newest droppable checkpoint whose loss would end the need (its anchor), or [`KEPT`] when
 //! nothing the policy does ends it (a session's head, a pinned checkpoint, open epochs, the
 //! stat cache, the last known state of every path, unfinished restores), or [`GONE`] when it
@@ -101,18 +105,16 @@ fn doubt(id: ObjectId, e: rewind_store::Error) -> Error {
 }
 
 /// For positions in op-log order, the largest anchor of the checkpoints before each: built
-/// from checkpoints `(pos, anchor)` sorted by pos.
+/// from checkpoints `(pos, anchor)`.
 pub(crate) struct PrefixMax {
     pos: Vec<i64>,
     max: Vec<i64>,
-    first: Option<i64>,
 }
 
 impl PrefixMax {
     /// `points` are (pos, anchor), any order.
     pub fn new(mut points: Vec<(i64, i64)>) -> PrefixMax {
         points.sort_unstable();
-        let first = points.first().map(|p| p.1);
         let mut max = Vec::with_capacity(points.len());
         let mut m = i64::MIN;
         for (_, a) in &points {
@@ -122,18 +124,15 @@ impl PrefixMax {
         PrefixMax {
             pos: points.into_iter().map(|p| p.0).collect(),
             max,
-            first,
         }
     }
 
     /// The anchor of what sits at `pos`: the largest anchor of the checkpoints before it (a
-    /// restore to any of them reads it); before the first checkpoint, the first one's (it goes
-    /// with the first checkpoint); with no checkpoint at all, [`KEPT`].
-    pub fn at(&self, pos: i64) -> i64 {
-        let n = self.pos.partition_point(|p| *p < pos);
-        match n {
-            0 => self.first.unwrap_or(KEPT),
-            n => self.max[n - 1],
+    /// restore to any of them reads it); `None` when no checkpoint is before it.
+    pub fn at(&self, pos: i64) -> Option<i64> {
+        match self.pos.partition_point(|p| *p < pos) {
+            0 => None,
+            n => Some(self.max[n - 1]),
         }
     }
 }
@@ -145,10 +144,14 @@ mod tests {
     #[test]
     fn prefix_max_takes_the_newest_needing_checkpoint() {
         let p = PrefixMax::new(vec![(10, 3), (20, KEPT), (30, 1)]);
-        assert_eq!(p.at(5), 3, "before the first: goes with the first");
-        assert_eq!(p.at(15), 3);
-        assert_eq!(p.at(25), KEPT, "a pinned checkpoint before it keeps it");
-        assert_eq!(p.at(35), KEPT);
-        assert_eq!(PrefixMax::new(vec![]).at(1), KEPT);
+        assert_eq!(p.at(5), None, "before the first");
+        assert_eq!(p.at(15), Some(3));
+        assert_eq!(
+            p.at(25),
+            Some(KEPT),
+            "a pinned checkpoint before it keeps it"
+        );
+        assert_eq!(p.at(35), Some(KEPT));
+        assert_eq!(PrefixMax::new(vec![]).at(1), None);
     }
 }

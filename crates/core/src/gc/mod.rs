@@ -247,24 +247,20 @@ impl Workspace {
             .filter(|c| c.collected_ns.is_none() && !protected.contains(c.id.as_str()))
             .collect();
         droppable.sort_by_key(|c| (c.created_ns, c.pos));
-        let mut anchor_of: HashMap<&str, i64> = HashMap::new();
+        let mut anchor_of: HashMap<&str, i64> = droppable
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.as_str(), i as i64))
+            .collect();
         for c in &checkpoints {
-            let a = if c.collected_ns.is_some() {
-                GONE
+            if c.collected_ns.is_some() {
+                anchor_of.insert(&c.id, GONE);
             } else if protected.contains(c.id.as_str()) {
-                KEPT
-            } else {
-                droppable.iter().position(|d| d.id == c.id).unwrap_or(0) as i64
-            };
-            anchor_of.insert(&c.id, a);
+                anchor_of.insert(&c.id, KEPT);
+            }
         }
-        // Epochs: what every checkpoint before them needs (see `mark`).
-        let all = mark::PrefixMax::new(
-            checkpoints
-                .iter()
-                .map(|c| (c.pos, anchor_of[c.id.as_str()]))
-                .collect(),
-        );
+        // Epochs: what every checkpoint of their session before them needs; the rest goes
+        // with the next droppable checkpoint in time (see `mark`).
         let mut by_session: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
         for c in &checkpoints {
             by_session
@@ -276,6 +272,10 @@ impl Workspace {
             .into_iter()
             .map(|(s, v)| (s, mark::PrefixMax::new(v)))
             .collect();
+        let by_time = |created_ns: i64, pos: i64| -> i64 {
+            let before = droppable.partition_point(|d| (d.created_ns, d.pos) < (created_ns, pos));
+            before.saturating_sub(1) as i64
+        };
         let epoch_anchor: HashMap<&str, i64> = epochs
             .iter()
             .map(|e| {
@@ -283,12 +283,11 @@ impl Workspace {
                     KEPT
                 } else if e.collected_ns.is_some() {
                     GONE
-                } else if e.session.is_empty() {
-                    all.at(e.pos)
                 } else {
                     by_session
                         .get(e.session.as_str())
-                        .map_or(KEPT, |p| p.at(e.pos))
+                        .and_then(|p| p.at(e.pos))
+                        .unwrap_or_else(|| by_time(e.created_ns, e.pos))
                 };
                 (e.id.as_str(), a)
             })
@@ -310,8 +309,8 @@ impl Workspace {
             let p = &by_session[session];
             for r in self.undo_rows(session, oldest)? {
                 let pos = epoch_pos.get(r.epoch.as_str()).copied().unwrap_or(r.pos);
-                if let Some(b) = r.change.before {
-                    roots.push((p.at(pos), Root::Entry(b)));
+                if let (Some(b), Some(a)) = (r.change.before, p.at(pos)) {
+                    roots.push((a, Root::Entry(b)));
                 }
             }
         }
@@ -336,7 +335,11 @@ impl Workspace {
         }
         let snapshots = db::gc::snapshot_roots(&db)?;
         drop(db);
-        let snapshot_anchor = |pos: i64| all.at(pos);
+        // A snapshot record goes with the droppable checkpoint before its position.
+        let snapshot_anchor = |pos: i64| -> i64 {
+            let before = droppable.iter().filter(|d| d.pos < pos).count();
+            before.saturating_sub(1) as i64
+        };
         for (i, (root, pos)) in snapshots.iter().enumerate() {
             let a = if i + 1 == snapshots.len() {
                 KEPT
@@ -374,13 +377,16 @@ impl Workspace {
             }
             None => 0,
         };
-        // Bytes freed by dropping the oldest j: objects whose anchor is below j.
-        let mut freed_below = vec![0u64; droppable.len() + 1];
+        // Bytes freed by dropping the oldest j: objects whose anchor is below j. One step
+        // past the last droppable checkpoint drops the history newer than all of them that no
+        // kept checkpoint needs.
+        let steps = droppable.len() + 1;
+        let mut freed_below = vec![0u64; steps + 1];
         let mut garbage = 0u64;
         for (id, cost) in &costs {
             match marks.anchor.get(id) {
                 None => garbage += cost.bytes,
-                Some(&a) if a >= 0 && (a as usize) < droppable.len() => {
+                Some(&a) if a >= 0 && (a as usize) < steps => {
                     freed_below[a as usize + 1] += cost.bytes
                 }
                 Some(_) => {}
@@ -391,13 +397,14 @@ impl Workspace {
         }
         let after = |j: usize| state_now.saturating_sub(garbage + freed_below[j]);
         if let Some(budget) = opts.max_bytes {
-            while k < droppable.len() && after(k) > budget {
+            while k < steps && after(k) > budget {
                 k += 1;
             }
         }
-        let dropped: HashSet<&str> = droppable[..k].iter().map(|c| c.id.as_str()).collect();
+        let ck = k.min(droppable.len());
+        let dropped: HashSet<&str> = droppable[..ck].iter().map(|c| c.id.as_str()).collect();
         let collect_checkpoints: Vec<CheckpointRow> =
-            droppable[..k].iter().map(|c| (*c).clone()).collect();
+            droppable[..ck].iter().map(|c| (*c).clone()).collect();
         let mut collect_epochs: Vec<(i64, String)> = epochs
             .iter()
             .filter(|e| {
