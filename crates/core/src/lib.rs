@@ -19,13 +19,13 @@
 //! | `db`        | every table and query: migrations, op log, journal, snapshots, guard    |
 //! | `capture`   | walking, the stat cache, hashing and storing a whole tree               |
 //! | `restore`   | a plan from one tree to another, and applying it on disk                |
-//! | `workspace` | open, registration, the lock, status and fsck                           |
+//! | `workspace` | open, registration, the lock, status and fsck, orphaned workspaces      |
 //! | `record`    | epochs and checkpoints, attributed to the session that made them        |
 //! | `rewind`    | restores of the op log: targets, journal, rollback, recovery            |
 //! | `history`   | the log as a front shows it                                             |
 //! | `diff`      | the structured diff (files, hunks, tagged lines) every front renders    |
 //! | `guard`     | the guarded tools: read, check, write, edit, apply-patch                |
-//! | `gc`        | retention: the policy, the mark, the sweep, pins, orphaned workspaces   |
+//! | `gc`        | retention: the policy, the mark, the sweep, pins                        |
 
 mod base;
 mod capture;
@@ -54,7 +54,6 @@ pub use config::Config;
 pub use db::oplog;
 pub use edit::EditSpec;
 pub use error::Error;
-pub use gc::orphans::Orphan;
 pub use gc::{CollectedCheckpoint, GcOptions, GcReport};
 pub use guard::{
     Edited, LineRange, PatchOptions, Patched, PatchedFile, ReadResult, StagedWrite, ToolCall,
@@ -70,4 +69,5 @@ pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
 pub use workspace::home::rewind_home;
 pub use workspace::lock::WorkspaceLock;
+pub use workspace::orphans::Orphan;
 pub use workspace::{OpenOptions, Status, Workspace};

@@ -13,7 +13,6 @@
 //! the sweep.
 
 mod mark;
-pub(crate) mod orphans;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -26,7 +25,7 @@ use crate::capture::state::State;
 use crate::db::{self, oplog};
 use crate::model::oplog::{CheckpointRow, EpochState};
 use crate::rewind::{target_tree, Target};
-use crate::workspace::Workspace;
+use crate::workspace::{orphans, Workspace};
 use crate::Error;
 use mark::{Root, GONE, KEPT};
 
@@ -125,7 +124,7 @@ impl Workspace {
     /// Bytes of the state directory (packs, op log and index, stat cache), as `du` counts
     /// apparent sizes; worktrees are not in it.
     pub fn state_bytes(&self) -> u64 {
-        dir_bytes(self.state_dir())
+        orphans::dir_bytes(self.state_dir())
     }
 
     /// Runs garbage collection under `opts` (unset fields from `[retention]`).
@@ -453,21 +452,4 @@ fn fill(report: &mut GcReport, s: &SweepStats) {
     report.packs_deleted = s.packs_deleted;
     report.packs_written = s.packs_written;
     report.objects_moved = s.objects_moved;
-}
-
-/// Apparent size of every file under `dir`, in bytes (0 for what cannot be read).
-pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
-    let Ok(list) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut total = 0;
-    for e in list.flatten() {
-        let Ok(meta) = e.metadata() else { continue };
-        if meta.is_dir() {
-            total += dir_bytes(&e.path());
-        } else {
-            total += meta.len();
-        }
-    }
-    total
 }

@@ -8,6 +8,7 @@
 
 pub(crate) mod home;
 pub mod lock;
+pub(crate) mod orphans;
 
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
@@ -116,7 +117,7 @@ pub struct Status {
     pub uncovered: Vec<Uncovered>,
     /// Other workspaces registered in the same state directory whose root no longer exists
     /// (`gc` with an age removes those idle longer than it).
-    pub orphans: Vec<crate::gc::orphans::Orphan>,
+    pub orphans: Vec<orphans::Orphan>,
 }
 
 /// A session and where its conversation is.
@@ -430,7 +431,7 @@ impl Workspace {
             unfinished_restores: self.unfinished_restores()?,
             uncovered,
             orphans: match self.dir.parent().and_then(|p| p.parent()) {
-                Some(home) => crate::gc::orphans::find(home, &self.id),
+                Some(home) => orphans::find(home, &self.id),
                 None => Vec::new(),
             },
         })

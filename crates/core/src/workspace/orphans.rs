@@ -1,5 +1,5 @@
 //! Orphaned workspaces: state directories whose root no longer exists. `status` lists them;
-//! garbage collection removes those idle longer than the age, whole.
+//! garbage collection (`gc`) removes those idle longer than the age, whole.
 //!
 //! The decision is [`reclaimable`], one small function, so that other reasons to keep a state
 //! directory (a root that was moved and can be re-linked) combine with it in one place.
@@ -59,7 +59,7 @@ pub(crate) fn find(home: &Path, except: &str) -> Vec<Orphan> {
             root: root.display().to_string(),
             state_dir: path.display().to_string(),
             idle_ns: (now - newest_mtime_ns(&path)).max(0),
-            bytes: super::dir_bytes(&path),
+            bytes: dir_bytes(&path),
         });
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
@@ -157,6 +157,23 @@ fn newest_mtime_ns(dir: &Path) -> i64 {
         .map(|m| m.mtime() * 1_000_000_000 + m.mtime_nsec())
         .max()
         .unwrap_or(0)
+}
+
+/// Apparent size of every file under `dir`, in bytes (0 for what cannot be read).
+pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut total = 0;
+    for e in list.flatten() {
+        let Ok(meta) = e.metadata() else { continue };
+        if meta.is_dir() {
+            total += dir_bytes(&e.path());
+        } else {
+            total += meta.len();
+        }
+    }
+    total
 }
 
 #[cfg(test)]
