@@ -45,7 +45,7 @@ pub use rewind_core::{
     LineRange, LogItem, Owner, PatchedFile, Skipped, Uncovered,
 };
 /// What `gc` reports.
-pub use rewind_core::{CollectedCheckpoint, Orphan};
+pub use rewind_core::{CollectedCheckpoint, GcReport, Orphan};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 

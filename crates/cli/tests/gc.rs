@@ -345,3 +345,76 @@ fn orphaned_workspaces_are_listed_and_reclaimed() {
     fsck_clean(&env);
     restores_each(&env, &live);
 }
+
+#[test]
+fn a_checkpoint_over_the_budget_starts_one_gc_in_the_background() {
+    let env = Env::new();
+    write(env.root(), "x.txt", b"x\n");
+    init(&env);
+    write(
+        env.root(),
+        ".rewind.toml",
+        b"[retention]\nmax_bytes = \"3M\"\n",
+    );
+    let turns = churn(&env, "S", 0, 6);
+    checkpoint(&env, "S", "end");
+    // The gc the checkpoints started finishes on its own; wait for it (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while state_bytes(&env) > (3 << 20) + (256 << 10) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The lock of a running gc is gone once it is done: a manual gc then waits for nothing.
+    let v = json(&env, "S", &["gc", "--auto"], 0);
+    assert_eq!(v["skipped"], true, "within budget now: {v}");
+    assert!(
+        state_bytes(&env) <= (3 << 20) + (256 << 10),
+        "{}",
+        state_bytes(&env)
+    );
+    let gone = collected(&env);
+    assert!(gone.contains(&turns[0].0), "the oldest went: {gone:?}");
+    fsck_clean(&env);
+    let kept: Vec<(String, Tree)> = turns
+        .into_iter()
+        .filter(|(c, _)| !gone.contains(c))
+        .collect();
+    restores_each(&env, &kept);
+}
+
+#[test]
+fn all_workspaces_collects_the_others_too() {
+    let env = Env::new();
+    write(env.root(), "x.txt", b"x\n");
+    init(&env);
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("o.txt"), b"o\n").unwrap();
+    let run_other = |args: &[&str]| {
+        let o = env
+            .cmd_here(args)
+            .current_dir(other.path())
+            .env("REWIND_QUIET", "1")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+    };
+    run_other(&["init"]);
+    for i in 0..3 {
+        run_other(&["-s", "O", "checkpoint", "--message", &format!("o{i}")]);
+        run_other(&[
+            "-s",
+            "O",
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "head -c 200000 /dev/urandom > o.bin",
+        ]);
+    }
+    run_other(&["-s", "O", "checkpoint", "--message", "o-end"]);
+    let v = json(&env, "S", &["gc", "--all-workspaces", "--max-age", "0s"], 0);
+    let others = v["workspaces"].as_array().unwrap();
+    assert_eq!(others.len(), 1, "{v}");
+    let r = &others[0]["report"];
+    assert_eq!(r["checkpoints"].as_array().unwrap().len(), 3, "{v}");
+    assert!(r["bytes_freed"].as_u64().unwrap() > 400_000, "{v}");
+}

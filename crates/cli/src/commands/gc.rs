@@ -1,6 +1,6 @@
 //! `rewind gc`: drop old history under the retention policy and free its space.
 
-use rewind_api::{GcRequest, GcResponse, Size, Span};
+use rewind_api::{GcReport, GcRequest, Size, Span};
 
 use crate::output::emit;
 use crate::Cli;
@@ -28,6 +28,13 @@ pub struct Args {
     /// Keep each session's newest N checkpoints whatever their age and size.
     #[arg(long, value_name = "N")]
     pub keep: Option<u64>,
+    /// Also collect every other workspace registered in the same state directory.
+    #[arg(long)]
+    pub all_workspaces: bool,
+    /// Run only if the state exceeds `[retention] max_bytes` and no other gc of the workspace
+    /// runs, else do nothing (what `checkpoint` starts in the background).
+    #[arg(long)]
+    pub auto: bool,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
@@ -36,12 +43,30 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         max_bytes: args.max_bytes.map(|s| s.0),
         max_age_secs: args.max_age.map(|s| s.0.as_secs()),
         keep: args.keep,
+        all_workspaces: args.all_workspaces,
+        auto: args.auto,
     })?;
-    emit(cli.json, &r, human)?;
+    emit(cli.json, &r, |r| {
+        human(&r.report);
+        for w in &r.workspaces {
+            match (&w.report, &w.error) {
+                (Some(report), _) => {
+                    println!("workspace {}:", w.root);
+                    human(report);
+                }
+                (None, Some(e)) => println!("workspace {}: not collected: {e}", w.root),
+                (None, None) => {}
+            }
+        }
+    })?;
     Ok(0)
 }
 
-fn human(r: &GcResponse) {
+fn human(r: &GcReport) {
+    if r.skipped {
+        println!("nothing to do: the state fits its budget, or another gc is running");
+        return;
+    }
     let would = if r.dry_run { "would drop" } else { "dropped" };
     for c in &r.checkpoints {
         println!(

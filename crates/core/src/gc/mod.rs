@@ -40,6 +40,9 @@ pub struct GcOptions {
     pub max_age: Option<Duration>,
     /// Each session's newest this many checkpoints are kept.
     pub keep: Option<u64>,
+    /// Started automatically after a checkpoint: run only if the state exceeds its budget and
+    /// no other gc of the workspace is running (then return at once, doing nothing).
+    pub auto: bool,
 }
 
 /// A checkpoint garbage collection dropped (or would drop).
@@ -60,6 +63,8 @@ pub struct CollectedCheckpoint {
 pub struct GcReport {
     /// Nothing was written.
     pub dry_run: bool,
+    /// An automatic run that did nothing: another gc was running, or the state fits.
+    pub skipped: bool,
     /// Checkpoints dropped now, oldest first.
     pub checkpoints: Vec<CollectedCheckpoint>,
     /// Epochs dropped now (their content is no longer kept), oldest first.
@@ -127,6 +132,24 @@ impl Workspace {
         orphans::dir_bytes(self.state_dir())
     }
 
+    /// Whether the state exceeds `[retention] max_bytes` (false without one): after a
+    /// checkpoint, a front starts an automatic gc ([`GcOptions::auto`]) off its own path.
+    pub fn gc_due(&self) -> bool {
+        self.config()
+            .retention
+            .max_bytes
+            .is_some_and(|b| self.state_bytes() > b.0)
+    }
+
+    /// The roots of the other workspaces registered in the same state directory whose root
+    /// still exists (for `gc --all-workspaces`).
+    pub fn other_workspaces(&self) -> Vec<std::path::PathBuf> {
+        match self.state_dir().parent().and_then(|p| p.parent()) {
+            Some(home) => orphans::live_roots(home, self.id()),
+            None => Vec::new(),
+        }
+    }
+
     /// Runs garbage collection under `opts` (unset fields from `[retention]`).
     pub fn gc(&self, opts: &GcOptions) -> Result<GcReport, Error> {
         let cfg = &self.config().retention;
@@ -135,7 +158,34 @@ impl Workspace {
             max_bytes: opts.max_bytes.or(cfg.max_bytes.map(|s| s.0)),
             max_age: opts.max_age.or(cfg.max_age.map(|s| s.0)),
             keep: opts.keep.or(cfg.keep),
+            auto: opts.auto,
         };
+        // At most one gc per workspace: an automatic one gives way at once.
+        let wait = match opts.auto {
+            true => Duration::ZERO,
+            false => crate::workspace::lock::default_wait(),
+        };
+        let gc_lock = match opts.dry_run {
+            true => Ok(None),
+            false => crate::workspace::lock::acquire(&self.state_dir().join("gc.lock"), wait, "gc")
+                .map(Some),
+        };
+        let _gc_lock = match gc_lock {
+            Ok(l) => l,
+            Err(Error::Busy { .. }) if opts.auto => {
+                return Ok(GcReport {
+                    skipped: true,
+                    ..Default::default()
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        if opts.auto && !self.gc_due() {
+            return Ok(GcReport {
+                skipped: true,
+                ..Default::default()
+            });
+        }
         let _lock = self.lock(crate::workspace::lock::default_wait(), "gc")?;
         if !opts.dry_run {
             self.recover_locked()?;

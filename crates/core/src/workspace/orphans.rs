@@ -66,6 +66,25 @@ pub(crate) fn find(home: &Path, except: &str) -> Vec<Orphan> {
     out
 }
 
+/// The roots of the other workspaces registered under `home` whose root still exists.
+pub(crate) fn live_roots(home: &Path, except: &str) -> Vec<PathBuf> {
+    let Ok(list) = std::fs::read_dir(home.join("workspaces")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = list
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name != except && !name.starts_with('.')
+        })
+        .filter_map(|e| registered_root(&e.path()))
+        .filter(|root| root.is_dir())
+        .collect();
+    out.sort();
+    out
+}
+
 /// Removes the orphans [`reclaimable`] allows under `max_age`; returns them. Each is renamed
 /// aside first (one atomic step: its id no longer resolves), then its pointer under `roots/`
 /// and the directory are removed; a directory left aside by a crash is removed next time. An
