@@ -2,7 +2,8 @@
 # Retention benchmark (issue 13): the same history in Rewind and in the git "shadow repository"
 # baseline, then drop the oldest 80 % of it in both and time it.
 #
-#   Rewind: `rewind gc --keep K` (K = the newest fifth of the checkpoints).
+#   Rewind: `rewind gc --keep K --max-age 0s` (K = the newest fifth of the checkpoints).
+#   (with `--max-age 0s`: every older checkpoint may go)
 #   git:    the commit at the same point made the shallow boundary (`.git/shallow`, as
 #           `git fetch --depth` does), reflogs expired, then `git gc --prune=now`.
 #
@@ -53,7 +54,7 @@ git_s add -A && git_s commit -qm init
 commits=()
 for t in $(seq 1 "$ckpts"); do
   "$bin" -C "$ws" -s agent checkpoint --message "m$t" >/dev/null
-  git_s add -A && git_s commit -qm "m$t"
+  git_s add -A && git_s commit -q --allow-empty -m "m$t"
   commits+=("$(git_s rev-parse HEAD)")
   "$bin" -C "$ws" -s agent exec -- python3 -c "
 import os, random
@@ -63,7 +64,7 @@ for i in r.sample(range($files), $churn):
 "
 done
 "$bin" -C "$ws" -s agent checkpoint --message end >/dev/null
-git_s add -A && git_s commit -qm end
+git_s add -A && git_s commit -q --allow-empty -m end
 git_s gc -q # the baseline as a maintained repository keeps it: packed, before the drop
 
 state=$(echo "$REWIND_HOME"/workspaces/*)
@@ -71,7 +72,7 @@ r_before=$(bytes "$state")
 g_before=$(bytes "$shadow")
 
 t0=$(now)
-"$bin" -C "$ws" gc --keep "$keep" >/dev/null
+"$bin" -C "$ws" gc --keep "$keep" --max-age 0s >/dev/null
 t1=$(now)
 r_after=$(bytes "$state")
 r_gc=$(secs "$t0" "$t1")
@@ -90,7 +91,7 @@ g_gc=$(secs "$t0" "$t1")
 noop=()
 for _ in 1 2 3 4 5; do
   t0=$(now)
-  "$bin" -C "$ws" gc --keep "$keep" >/dev/null
+  "$bin" -C "$ws" gc --keep "$keep" --max-age 0s >/dev/null
   t1=$(now)
   noop+=("$(secs "$t0" "$t1")")
 done
@@ -111,7 +112,7 @@ alone=$(write_loop)
 (
   end=$(($(date +%s) + 600))
   while [[ -e $tmp/gc-loop && $(date +%s) -lt $end ]]; do
-    "$bin" -C "$ws" gc --keep "$keep" >/dev/null || true
+    "$bin" -C "$ws" gc --keep "$keep" --max-age 0s >/dev/null || true
   done
 ) &
 touch "$tmp/gc-loop"

@@ -150,6 +150,13 @@ fn collected_history_is_refused_with_exit_7_and_no_writes() {
     }
     let v = json(&env, "S", &["restore", old[0].0.as_str()], 7);
     assert_eq!(v["error"]["kind"], "unavailable", "{v}");
+    // `show` needs no content: it shows the checkpoint, saying it was collected.
+    let o = expect(&env, "S", &["show", old[0].0.as_str()], 0);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("collected"),
+        "{}",
+        text(&o)
+    );
     // `log` says so; the human log too.
     let o = expect(&env, "S", &["log", "-n", "0"], 0);
     assert!(

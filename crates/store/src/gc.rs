@@ -88,6 +88,17 @@ pub struct SweepStats {
     pub objects_moved: u64,
 }
 
+impl SweepPlan {
+    /// Whether the sweep would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.dead_packed.is_empty()
+            && self.dead_inline.is_empty()
+            && self.rewrite.is_empty()
+            && self.delete.is_empty()
+            && self.inline_moves.is_empty()
+    }
+}
+
 impl Store {
     /// Every indexed object with its kind and cost, packed and inline. One pass over the
     /// index.

@@ -2,7 +2,7 @@
 //! newest change of every path, snapshots and fingerprints of collected history.
 
 use rewind_store::{EntryKind, ObjectId};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::model::entry::{Change, Entry};
 use crate::Error;
@@ -183,5 +183,44 @@ pub(crate) fn database_bytes(db: &Connection) -> Result<(u64, u64), Error> {
 pub(crate) fn compact(db: &Connection) -> Result<(), Error> {
     db.execute_batch("VACUUM")?;
     db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    Ok(())
+}
+
+/// SQLite's `data_version` of this connection: it changes whenever another connection commits.
+pub(crate) fn data_version(db: &Connection) -> Result<i64, Error> {
+    Ok(db.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+}
+
+/// What the last complete gc left: the op log's last position and the number of stored objects
+/// then (`None`: no gc completed since, or one was interrupted).
+pub(crate) fn last_gc(db: &Connection) -> Result<Option<(i64, i64)>, Error> {
+    let get = |key: &str| -> Result<Option<i64>, Error> {
+        Ok(db
+            .query_row("SELECT value FROM core_meta WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    };
+    Ok(get("gc_pos")?.zip(get("gc_objects")?))
+}
+
+/// Records what a complete gc left (see [`last_gc`]); `None` forgets it (a gc is under way).
+pub(crate) fn set_last_gc(db: &Connection, last: Option<(i64, i64)>) -> Result<(), Error> {
+    match last {
+        None => {
+            db.execute(
+                "DELETE FROM core_meta WHERE key IN ('gc_pos', 'gc_objects')",
+                [],
+            )?;
+        }
+        Some((pos, objects)) => {
+            let mut st = db.prepare(
+                "INSERT INTO core_meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            )?;
+            st.execute(params!["gc_pos", pos])?;
+            st.execute(params!["gc_objects", objects])?;
+        }
+    }
     Ok(())
 }

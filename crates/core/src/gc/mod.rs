@@ -8,9 +8,11 @@
 //! in the op log marked collected (a restore to it is refused, exit 7); so do the epochs only
 //! dropped checkpoints needed.
 //!
-//! The whole run holds the workspace lock: every writer stores objects and records what refers
-//! to them under that lock, so nothing can gain a reference to an object between the mark and
-//! the sweep.
+//! The sweep holds the workspace lock: every writer stores objects and records what refers to
+//! them under that lock. The mark runs before it, without the lock; under the lock a generation
+//! (the database's `data_version` and the stat cache's stamp) shows whether any writer
+//! committed since, and if one did the mark is made again under the lock. So nothing can gain
+//! a reference to an object between the mark the sweep uses and the sweep.
 
 mod mark;
 
@@ -21,7 +23,7 @@ use rewind_store::{ObjectId, SweepStats};
 use serde::Serialize;
 
 use crate::base::{failpoint, now_ns};
-use crate::capture::state::State;
+use crate::capture::state::{State, StateStamp};
 use crate::db::{self, oplog};
 use crate::model::oplog::{CheckpointRow, EpochState};
 use crate::rewind::{target_tree, Target};
@@ -186,14 +188,56 @@ impl Workspace {
                 ..Default::default()
             });
         }
-        let _lock = self.lock(crate::workspace::lock::default_wait(), "gc")?;
+        // Nothing recorded or stored since the last complete gc, nothing the policy drops and
+        // no budget exceeded: there is nothing to collect, and no mark is needed to say so.
+        let home = self.state_dir().parent().and_then(|p| p.parent());
+        let orphans_removed = match home {
+            Some(home) => orphans::reclaim(home, self.id(), opts.max_age, opts.dry_run)?,
+            None => Vec::new(),
+        };
+        let unchanged = self.since_last_gc()?;
+        if unchanged && self.policy_drops_nothing(&opts)? {
+            let state = self.state_bytes();
+            if opts.max_bytes.is_none_or(|b| state <= b) {
+                let kept = oplog::checkpoints(&self.db(), None, i64::MAX)?
+                    .iter()
+                    .filter(|c| c.collected_ns.is_none())
+                    .count() as u64;
+                return Ok(GcReport {
+                    dry_run: opts.dry_run,
+                    kept_checkpoints: kept,
+                    state_bytes_before: state,
+                    state_bytes_after: state,
+                    max_bytes: opts.max_bytes,
+                    within_budget: true,
+                    orphans_removed,
+                    ..Default::default()
+                });
+            }
+        }
         if !opts.dry_run {
+            let _lock = self.lock(crate::workspace::lock::default_wait(), "gc")?;
             self.recover_locked()?;
             // Left by a gc killed between its index commit and its pack deletes.
             self.store().remove_unindexed_packs()?;
         }
-        let before = self.state_bytes();
-        let d = self.decide(&opts, before)?;
+        // The mark and the plan read without the lock: writers go on meanwhile. Under the lock,
+        // the generation says whether any of them committed since; if one did, they are made
+        // again under the lock, where nothing can change them (see docs/format.md).
+        let generation = self.generation()?;
+        let mut before = self.state_bytes();
+        let mut d = self.decide(&opts, before)?;
+        let mut plan = self.store().plan_sweep(&d.live, opts.max_bytes.is_some())?;
+        crate::base::trace::phase("gc: sweep planned");
+        let _lock = match opts.dry_run {
+            true => None,
+            false => Some(self.lock(crate::workspace::lock::default_wait(), "gc")?),
+        };
+        if !opts.dry_run && self.generation()? != generation {
+            before = self.state_bytes();
+            d = self.decide(&opts, before)?;
+            plan = self.store().plan_sweep(&d.live, opts.max_bytes.is_some())?;
+        }
         let mut report = GcReport {
             dry_run: opts.dry_run,
             checkpoints: d
@@ -217,17 +261,22 @@ impl Workspace {
             None => 0,
         };
         report.snapshots = forget;
-        let mut plan = self.store().plan_sweep(&d.live, opts.max_bytes.is_some())?;
-        let home = self.state_dir().parent().and_then(|p| p.parent());
-        if let Some(home) = home {
-            report.orphans_removed = orphans::reclaim(home, self.id(), opts.max_age, opts.dry_run)?;
-        }
-        if opts.dry_run {
+        report.orphans_removed = orphans_removed;
+        let nothing = plan.is_empty()
+            && d.collect_checkpoints.is_empty()
+            && d.collect_epochs.is_empty()
+            && d.forget_snapshots_at.is_none();
+        if opts.dry_run || nothing {
             fill(&mut report, &plan.stats);
             report.state_bytes_after = d.state_after;
             report.within_budget = opts.max_bytes.is_none_or(|b| d.state_after <= b);
+            if !opts.dry_run {
+                self.note_complete_gc()?;
+            }
             return Ok(report);
         }
+        // Until this gc completes, the next one marks in full.
+        db::gc::set_last_gc(&self.db(), None)?;
         failpoint::hit("gc-after-mark");
         self.store().repack(&mut plan)?;
         failpoint::hit("gc-after-repack");
@@ -254,16 +303,52 @@ impl Workspace {
         if free > (1 << 20) || (free > 0 && free * 4 > size) {
             db::gc::compact(&self.db())?;
         }
+        self.note_complete_gc()?;
         report.state_bytes_after = self.state_bytes();
         report.within_budget = opts.max_bytes.is_none_or(|b| report.state_bytes_after <= b);
         Ok(report)
     }
 
-    /// The policy: which checkpoints and epochs go, and the objects that stay.
-    fn decide(&self, opts: &GcOptions, state_now: u64) -> Result<Decision, Error> {
+    /// Whether nothing was recorded or stored since the last complete gc (same last op-log
+    /// position, same number of stored objects).
+    fn since_last_gc(&self) -> Result<bool, Error> {
+        let Some(last) = db::gc::last_gc(&self.db())? else {
+            return Ok(false);
+        };
+        let now = (
+            oplog::last_pos(&self.db())?,
+            self.store().stats()?.objects as i64,
+        );
+        Ok(now == last)
+    }
+
+    /// Records that a gc completed, for [`Workspace::since_last_gc`]. Under the lock.
+    fn note_complete_gc(&self) -> Result<(), Error> {
+        let now = (
+            oplog::last_pos(&self.db())?,
+            self.store().stats()?.objects as i64,
+        );
+        db::gc::set_last_gc(&self.db(), Some(now))
+    }
+
+    /// Whether the policy's age drops no checkpoint (the size budget is checked apart).
+    fn policy_drops_nothing(&self, opts: &GcOptions) -> Result<bool, Error> {
+        let Some(age) = opts.max_age else {
+            return Ok(true);
+        };
+        let (_, droppable) = self.droppable(opts)?;
+        let cutoff = now_ns() - age.as_nanos().min(i64::MAX as u128) as i64;
+        Ok(!droppable.iter().any(|c| c.created_ns < cutoff))
+    }
+
+    /// Every checkpoint, and those the policy may drop (not collected, not a head, not
+    /// pinned, not among their session's newest `keep`), oldest first.
+    fn droppable(
+        &self,
+        opts: &GcOptions,
+    ) -> Result<(Vec<CheckpointRow>, Vec<CheckpointRow>), Error> {
         let db = self.db();
         let checkpoints = oplog::checkpoints(&db, None, i64::MAX)?;
-        let epochs = oplog::epochs(&db, None, i64::MAX)?;
         let heads: HashSet<String> = oplog::sessions(&db)?
             .into_iter()
             .filter_map(|(s, head)| {
@@ -275,7 +360,6 @@ impl Workspace {
             })
             .collect();
         drop(db);
-        // Protected: heads, pins, each session's newest `keep`.
         let mut per_session: HashMap<&str, Vec<&CheckpointRow>> = HashMap::new();
         for c in checkpoints.iter().filter(|c| c.collected_ns.is_none()) {
             per_session.entry(&c.session).or_default().push(c);
@@ -291,11 +375,36 @@ impl Workspace {
                 protected.insert(&c.id);
             }
         }
-        let mut droppable: Vec<&CheckpointRow> = checkpoints
+        let mut droppable: Vec<CheckpointRow> = checkpoints
             .iter()
             .filter(|c| c.collected_ns.is_none() && !protected.contains(c.id.as_str()))
+            .cloned()
             .collect();
         droppable.sort_by_key(|c| (c.created_ns, c.pos));
+        Ok((checkpoints, droppable))
+    }
+
+    /// What says whether anything was committed since: the database's `data_version` (it
+    /// changes when another connection commits) and the stat cache's file stamp.
+    fn generation(&self) -> Result<(i64, Option<StateStamp>), Error> {
+        Ok((
+            db::gc::data_version(&self.db())?,
+            StateStamp::of(&self.state_path()),
+        ))
+    }
+
+    /// The policy: which checkpoints and epochs go, and the objects that stay.
+    fn decide(&self, opts: &GcOptions, state_now: u64) -> Result<Decision, Error> {
+        let (checkpoints, droppable) = self.droppable(opts)?;
+        let droppable: Vec<&CheckpointRow> = droppable.iter().collect();
+        let db = self.db();
+        let epochs = oplog::epochs(&db, None, i64::MAX)?;
+        drop(db);
+        let mut per_session: HashMap<&str, Vec<&CheckpointRow>> = HashMap::new();
+        for c in checkpoints.iter().filter(|c| c.collected_ns.is_none()) {
+            per_session.entry(&c.session).or_default().push(c);
+        }
+        let droppable_ids: HashSet<&str> = droppable.iter().map(|c| c.id.as_str()).collect();
         let mut anchor_of: HashMap<&str, i64> = droppable
             .iter()
             .enumerate()
@@ -304,7 +413,7 @@ impl Workspace {
         for c in &checkpoints {
             if c.collected_ns.is_some() {
                 anchor_of.insert(&c.id, GONE);
-            } else if protected.contains(c.id.as_str()) {
+            } else if !droppable_ids.contains(c.id.as_str()) {
                 anchor_of.insert(&c.id, KEPT);
             }
         }
@@ -369,12 +478,14 @@ impl Workspace {
                 roots.push((a, Root::Tree(target_tree(&Target::Epoch(e.clone()))?)));
             }
         }
+        crate::base::trace::phase("gc: planner rows read");
         let db = self.db();
         for (epoch, before, after) in db::gc::all_changes(&db)? {
             let a = epoch_anchor.get(epoch.as_str()).copied().unwrap_or(KEPT);
             roots.extend(before.map(|b| (a, Root::Entry(b))));
             roots.extend(after.map(|b| (a, Root::Entry(b))));
         }
+        crate::base::trace::phase("gc: changes read");
         for e in db::gc::last_known_entries(&db)? {
             roots.push((KEPT, Root::Entry(e)));
         }
@@ -397,6 +508,7 @@ impl Workspace {
             };
             roots.push((a, Root::Tree(*root)));
         }
+        crate::base::trace::phase("gc: last known state read");
         let state = State::load(&self.state_path());
         roots.push((KEPT, Root::Tree(state.root)));
         for entries in state.dirs.values() {
@@ -412,8 +524,11 @@ impl Workspace {
                 ));
             }
         }
+        crate::base::trace::phase("gc: roots listed");
         let costs = self.store().object_costs()?;
+        crate::base::trace::phase("gc: index read");
         let marks = mark::mark(self.store(), &costs, roots)?;
+        crate::base::trace::phase("gc: marked");
         // How many of the oldest droppable checkpoints go: the age, then the budget.
         let now = now_ns();
         let mut k = match opts.max_age {
