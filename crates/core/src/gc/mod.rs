@@ -279,6 +279,7 @@ impl Workspace {
         db::gc::set_last_gc(&self.db(), None)?;
         failpoint::hit("gc-after-mark");
         self.store().repack(&mut plan)?;
+        crate::base::trace::phase("gc: repacked");
         failpoint::hit("gc-after-repack");
         let now = now_ns();
         self.transaction(|| {
@@ -294,14 +295,17 @@ impl Workspace {
             self.store().commit_sweep(&plan)?;
             Ok(())
         })?;
+        crate::base::trace::phase("gc: index updated");
         failpoint::hit("gc-after-index");
         let stats = self
             .store()
             .finish_sweep(plan, &|| failpoint::hit("gc-after-pack-delete"))?;
         fill(&mut report, &stats);
+        crate::base::trace::phase("gc: packs deleted");
         let (size, free) = db::gc::database_bytes(&self.db())?;
         if free > (1 << 20) || (free > 0 && free * 4 > size) {
             db::gc::compact(&self.db())?;
+            crate::base::trace::phase("gc: database compacted");
         }
         self.note_complete_gc()?;
         report.state_bytes_after = self.state_bytes();
