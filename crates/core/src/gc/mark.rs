@@ -49,10 +49,35 @@ pub(crate) struct Marks {
 pub(crate) fn mark(
     store: &Store,
     costs: &HashMap<ObjectId, ObjectCost>,
+    roots: Vec<(i64, Root)>,
+) -> Result<Marks, Error> {
+    mark_from(store, costs, roots, HashMap::with_capacity(costs.len()))
+}
+
+/// The objects reachable from `roots` that are not in `known` (nor reached only through it):
+/// a mark that adds to an earlier one.
+pub(crate) fn mark_more(
+    store: &Store,
+    costs: &HashMap<ObjectId, ObjectCost>,
+    roots: Vec<(i64, Root)>,
+    known: &std::collections::HashSet<ObjectId>,
+) -> Result<std::collections::HashSet<ObjectId>, Error> {
+    let seeded: HashMap<ObjectId, i64> = known.iter().map(|id| (*id, KEPT)).collect();
+    let marks = mark_from(store, costs, roots, seeded)?;
+    Ok(marks
+        .anchor
+        .into_keys()
+        .filter(|id| !known.contains(id))
+        .collect())
+}
+
+fn mark_from(
+    store: &Store,
+    costs: &HashMap<ObjectId, ObjectCost>,
     mut roots: Vec<(i64, Root)>,
+    mut anchor: HashMap<ObjectId, i64>,
 ) -> Result<Marks, Error> {
     roots.sort_by_key(|(a, _)| std::cmp::Reverse(*a));
-    let mut anchor: HashMap<ObjectId, i64> = HashMap::with_capacity(costs.len());
     let mut stack: Vec<ObjectId> = Vec::new();
     for (a, root) in roots {
         if a == GONE {

@@ -234,9 +234,23 @@ impl Workspace {
             false => Some(self.lock(crate::workspace::lock::default_wait(), "gc")?),
         };
         if !opts.dry_run && self.generation()? != generation {
-            before = self.state_bytes();
-            d = self.decide(&opts, before)?;
+            // Writers committed meanwhile. If what the policy drops still may be dropped, keep
+            // it and add to the live set everything anything else refers to now (a superset of
+            // what is live: only what was already found unreferenced can go); else decide anew.
+            let (_, droppable) = self.droppable(&opts)?;
+            let still: HashSet<&str> = droppable.iter().map(|c| c.id.as_str()).collect();
+            if d.collect_checkpoints
+                .iter()
+                .all(|c| still.contains(c.id.as_str()))
+            {
+                let extra = self.referenced_now(&d)?;
+                d.live.extend(extra);
+            } else {
+                before = self.state_bytes();
+                d = self.decide(&opts, before)?;
+            }
             plan = self.store().plan_sweep(&d.live, opts.max_bytes.is_some())?;
+            crate::base::trace::phase("gc: marked again under the lock");
         }
         let mut report = GcReport {
             dry_run: opts.dry_run,
@@ -386,6 +400,69 @@ impl Workspace {
             .collect();
         droppable.sort_by_key(|c| (c.created_ns, c.pos));
         Ok((checkpoints, droppable))
+    }
+
+    /// Everything that what `d` keeps refers to now, read afresh (under the lock): every
+    /// checkpoint, epoch and snapshot it does not drop, open work, the last known state and the
+    /// stat cache, down to the last chunk. Objects already in `d.live` are not read again.
+    fn referenced_now(&self, d: &Decision) -> Result<HashSet<ObjectId>, Error> {
+        let dropped_c: HashSet<&str> = d
+            .collect_checkpoints
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let dropped_e: HashSet<&str> = d.collect_epochs.iter().map(String::as_str).collect();
+        let mut roots: Vec<(i64, Root)> = Vec::new();
+        let db = self.db();
+        for c in oplog::checkpoints(&db, None, i64::MAX)? {
+            if c.collected_ns.is_none() && !dropped_c.contains(c.id.as_str()) {
+                roots.push((KEPT, Root::Tree(c.root)));
+            }
+        }
+        let mut gone: HashSet<String> = HashSet::new();
+        for e in oplog::epochs(&db, None, i64::MAX)? {
+            if e.collected_ns.is_some() || dropped_e.contains(e.id.as_str()) {
+                gone.insert(e.id);
+            } else if let Some(r) = e.pre_root {
+                roots.push((KEPT, Root::Tree(r)));
+            }
+        }
+        for (epoch, before, after) in db::gc::all_changes(&db)? {
+            if !gone.contains(&epoch) {
+                roots.extend(before.map(|b| (KEPT, Root::Entry(b))));
+                roots.extend(after.map(|b| (KEPT, Root::Entry(b))));
+            }
+        }
+        for e in db::gc::last_known_entries(&db)? {
+            roots.push((KEPT, Root::Entry(e)));
+        }
+        for s in db::gc::unfinished_plans(&db)? {
+            roots.extend(s.before.map(|b| (KEPT, Root::Entry(b))));
+            roots.extend(s.after.map(|b| (KEPT, Root::Entry(b))));
+        }
+        for (root, pos) in db::gc::snapshot_roots(&db)? {
+            if d.forget_snapshots_at.is_none_or(|at| pos > at) {
+                roots.push((KEPT, Root::Tree(root)));
+            }
+        }
+        drop(db);
+        let state = State::load(&self.state_path());
+        roots.push((KEPT, Root::Tree(state.root)));
+        for entries in state.dirs.values() {
+            for e in entries {
+                roots.push((
+                    KEPT,
+                    Root::Entry(crate::model::entry::Entry {
+                        kind: e.kind,
+                        mode: e.mode,
+                        size: e.size,
+                        id: e.id,
+                    }),
+                ));
+            }
+        }
+        let costs = self.store().object_costs()?;
+        mark::mark_more(self.store(), &costs, roots, &d.live)
     }
 
     /// What says whether anything was committed since: the database's `data_version` (it
