@@ -224,6 +224,9 @@ impl Workspace {
         // The mark and the plan read without the lock: writers go on meanwhile. Under the lock,
         // the generation says whether any of them committed since; if one did, they are made
         // again under the lock, where nothing can change them (see docs/format.md).
+        // Read before the generation: rows committed after the generation was read come after
+        // this position.
+        let pos0 = oplog::last_pos(&self.db())?;
         let generation = self.generation()?;
         let mut before = self.state_bytes();
         let mut d = self.decide(&opts, before)?;
@@ -243,7 +246,11 @@ impl Workspace {
                 .iter()
                 .all(|c| still.contains(c.id.as_str()))
             {
-                let extra = self.referenced_now(&d)?;
+                let stat_cache_changed = StateStamp::of(&self.state_path()) != generation.1;
+                let extra = match self.referenced_since(&d, pos0, stat_cache_changed)? {
+                    Some(extra) => extra,
+                    None => self.referenced_now(&d)?,
+                };
                 d.live.extend(extra);
             } else {
                 before = self.state_bytes();
@@ -400,6 +407,82 @@ impl Workspace {
             .collect();
         droppable.sort_by_key(|c| (c.created_ns, c.pos));
         Ok((checkpoints, droppable))
+    }
+
+    /// What was recorded after op-log position `pos0` refers to (under the lock): every row
+    /// written since has a position after it (changes, epochs, checkpoints, snapshots), plus
+    /// open epochs, unfinished restores and, if it changed, the stat cache. `None` when a new
+    /// row belongs to something `d` drops: then [`Workspace::referenced_now`] reads it all.
+    fn referenced_since(
+        &self,
+        d: &Decision,
+        pos0: i64,
+        stat_cache_changed: bool,
+    ) -> Result<Option<HashSet<ObjectId>>, Error> {
+        let dropped_e: HashSet<&str> = d.collect_epochs.iter().map(String::as_str).collect();
+        let mut roots: Vec<(i64, Root)> = Vec::new();
+        let db = self.db();
+        for r in oplog::changes_after(&db, pos0)? {
+            if dropped_e.contains(r.epoch.as_str()) {
+                return Ok(None);
+            }
+            roots.extend(r.change.before.map(|b| (KEPT, Root::Entry(b))));
+            roots.extend(r.change.after.map(|b| (KEPT, Root::Entry(b))));
+        }
+        let dropped_c: HashSet<&str> = d
+            .collect_checkpoints
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        for c in oplog::checkpoints(&db, None, i64::MAX)? {
+            if c.pos <= pos0 {
+                break; // newest first
+            }
+            if dropped_c.contains(c.id.as_str()) {
+                return Ok(None);
+            }
+            roots.push((KEPT, Root::Tree(c.root)));
+        }
+        for e in oplog::epochs(&db, None, i64::MAX)?
+            .into_iter()
+            .take_while(|e| e.pos > pos0)
+            .chain(oplog::open_epochs(&db)?)
+        {
+            if let Some(r) = e.pre_root {
+                roots.push((KEPT, Root::Tree(r)));
+            }
+        }
+        for (root, pos) in db::gc::snapshot_roots(&db)? {
+            if pos > pos0 {
+                roots.push((KEPT, Root::Tree(root)));
+            }
+        }
+        for s in db::gc::unfinished_plans(&db)? {
+            roots.extend(s.before.map(|b| (KEPT, Root::Entry(b))));
+            roots.extend(s.after.map(|b| (KEPT, Root::Entry(b))));
+        }
+        drop(db);
+        if stat_cache_changed {
+            let state = State::load(&self.state_path());
+            roots.push((KEPT, Root::Tree(state.root)));
+            for entries in state.dirs.values() {
+                for e in entries {
+                    roots.push((
+                        KEPT,
+                        Root::Entry(crate::model::entry::Entry {
+                            kind: e.kind,
+                            mode: e.mode,
+                            size: e.size,
+                            id: e.id,
+                        }),
+                    ));
+                }
+            }
+        }
+        let costs = self.store().object_costs()?;
+        let more = mark::mark_more(self.store(), &costs, roots, &d.live)?;
+        crate::base::trace::phase("gc: marked what was recorded since");
+        Ok(Some(more))
     }
 
     /// Everything that what `d` keeps refers to now, read afresh (under the lock): every
