@@ -425,3 +425,23 @@ fn all_workspaces_collects_the_others_too() {
     assert_eq!(r["checkpoints"].as_array().unwrap().len(), 3, "{v}");
     assert!(r["bytes_freed"].as_u64().unwrap() > 400_000, "{v}");
 }
+
+#[test]
+fn reads_before_a_collected_checkpoint_must_be_made_again() {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a\n");
+    write(env.root(), "b.txt", b"b\n");
+    init(&env);
+    expect(&env, "S", &["read", "a.txt"], 0);
+    let turns = churn(&env, "S", 0, 2);
+    expect(&env, "S", &["read", "b.txt"], 0);
+    checkpoint(&env, "S", "end");
+    expect(&env, "S", &["check-write", "a.txt", "b.txt"], 0);
+    expect(&env, "S", &["gc", "--max-age", "0s", "--keep", "1"], 0);
+    assert!(collected(&env).contains(&turns[0].0));
+    // The read of a.txt came before a collected checkpoint: the guard asks for it again; the
+    // read of b.txt came after every collected one and still counts.
+    let v = json(&env, "S", &["check-write", "a.txt"], 5);
+    assert_eq!(v[0]["refusal"]["kind"], "never_read", "{v}");
+    expect(&env, "S", &["check-write", "b.txt"], 0);
+}

@@ -91,7 +91,7 @@ fn gc_in_a_loop_beside_four_writers() {
     let env = Env::new();
     write(env.root(), "base.txt", b"base\n");
     init(&env);
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     let failures = std::sync::Mutex::new(Vec::<String>::new());
     let run = |session: &str, args: &[&str], allowed: &[i32]| {
         let o = env
