@@ -31,6 +31,8 @@ pub use ops::{Operation, OPERATIONS};
 /// What resolves an error, as an operation: each front words it in its own syntax.
 pub use rewind_core::Remedy;
 
+/// Sizes (`500M`) and durations (`7d`) as configuration and flags write them.
+pub use rewind_core::config::{Size, Span};
 /// The structured diff: files, sections, hunks, tagged lines.
 pub use rewind_core::diff::{Diff, FileDiff, Hunk, Line, Point, Section, Tag};
 /// A change of one path as documents show it (`action`, `path`, `before`, `after`).
@@ -49,6 +51,8 @@ pub use rewind_core::{
     CheckpointRow, Conflict, EntryView, EpochKind, EpochRow, EpochState, Fingerprint, GuardRefusal,
     LineRange, LogItem, Owner, PatchedFile, Skipped, Uncovered,
 };
+/// What `gc` reports.
+pub use rewind_core::{CollectedCheckpoint, GcReport, Orphan};
 /// The configuration, and what the hook adapters' guard does.
 pub use rewind_core::{Config, HookGuard};
 /// Where a workspace's server runs (`status`), and the files that say so.

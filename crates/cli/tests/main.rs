@@ -14,6 +14,8 @@ mod crash;
 mod docs;
 mod exec_sandbox;
 mod fail_closed;
+mod gc;
+mod gc_crash;
 mod guard;
 mod hooks;
 mod invocation_dir;

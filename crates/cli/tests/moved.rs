@@ -765,3 +765,44 @@ fn the_first_capture_after_a_move_reads_no_file_again() {
     // Same file system: inodes and times are kept, so the stat cache vouches for every file.
     assert_eq!(r["files_hashed"], 0, "{r}");
 }
+
+/// gc with an aggressive age beside a moved workspace: a moved root not yet re-linked (its
+/// directory, carrying its identity, is near where it was) is kept, and so is it once a command
+/// there re-linked it; a workspace whose root was deleted is reclaimed, and gc says so.
+#[test]
+fn gc_reclaims_only_orphans_nothing_claims() {
+    let env = Env::new();
+    let proj = project(&env);
+    let moved_id = workspace_id(&env, &proj);
+    let moved_to = env.root().join("a/proj-renamed");
+    mv(&proj, &moved_to);
+    let gone = env.root().join("gone");
+    write(&gone, "x.txt", b"x\n");
+    ok(&env, &gone, &["init"]);
+    let gone_id = workspace_id(&env, &gone);
+    std::fs::remove_dir_all(&gone).unwrap();
+    let live = env.root().join("live");
+    write(&live, "y.txt", b"y\n");
+    ok(&env, &live, &["init"]);
+    // Idle past a zero age: both orphans qualify by age; only the unclaimed one goes.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let report = json(&env, &live, &["gc", "--max-age", "0s"]);
+    let removed: Vec<&str> = report["orphans_removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(removed, [gone_id.as_str()], "{report}");
+    let home = env.home.path().join("workspaces");
+    assert!(home.join(&moved_id).exists(), "the moved workspace is kept");
+    assert!(!home.join(&gone_id).exists());
+    // The first command there re-links it; gc keeps it, and its history works there.
+    ok(&env, &moved_to, &["status"]);
+    let again = json(&env, &live, &["gc", "--max-age", "0s"]);
+    assert!(
+        again["orphans_removed"].as_array().unwrap().is_empty(),
+        "{again}"
+    );
+    history_works(&env, &moved_to);
+}

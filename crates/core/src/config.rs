@@ -28,7 +28,7 @@ pub struct Config {
     /// only tighten it.
     #[serde(default)]
     pub sandbox: SandboxConfig,
-    /// `[retention]`: for garbage collection, which is not built yet; parsed, not used.
+    /// `[retention]`: the defaults of garbage collection (`gc`).
     #[serde(default)]
     pub retention: RetentionConfig,
     /// `[checkpoint]`: limits of checkpoints.
@@ -133,16 +133,15 @@ impl CaptureConfig {
     }
 }
 
-/// The `[retention]` section: what garbage collection may drop. Parsed (so the keys are
-/// reserved and checked) but not used until `gc` exists.
+/// The `[retention]` section: what garbage collection may drop, when `gc`'s flags do not say.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct RetentionConfig {
-    /// A size budget for the workspace's state.
+    /// A size budget for the workspace's state (`gc --max-bytes`).
     pub max_bytes: Option<Size>,
-    /// An age past which history may be dropped.
+    /// An age past which checkpoints may be dropped (`gc --max-age`).
     pub max_age: Option<Span>,
-    /// A number of checkpoints to keep.
+    /// How many of each session's newest checkpoints are always kept (`gc --keep`).
     pub keep: Option<u64>,
 }
 

@@ -19,12 +19,13 @@
 //! | `db`        | every table and query: migrations, op log, journal, snapshots, guard    |
 //! | `capture`   | walking, the stat cache, hashing and storing a whole tree               |
 //! | `restore`   | the one engine that changes files: plan steps, apply them, invert them  |
-//! | `workspace` | open, registration, identity and moved roots, the lock, status and fsck |
+//! | `workspace` | open, registration, moved roots, orphans, the lock, status and fsck     |
 //! | `record`    | epochs and checkpoints, attributed to the session that made them        |
 //! | `rewind`    | restores of the op log: targets, journal, rollback, recovery            |
 //! | `history`   | the log as a front shows it                                             |
 //! | `diff`      | the structured diff (files, hunks, tagged lines) every front renders    |
 //! | `guard`     | the guarded tools: read, check, write, edit, apply-patch                |
+//! | `gc`        | retention: the policy, the mark, the sweep, pins                        |
 
 mod base;
 mod capture;
@@ -33,6 +34,7 @@ mod db;
 pub mod diff;
 mod error;
 mod fs;
+mod gc;
 pub mod guard;
 mod history;
 mod model;
@@ -53,6 +55,7 @@ pub use config::{Config, HookGuard};
 pub use db::oplog;
 pub use edit::EditSpec;
 pub use error::Error;
+pub use gc::{CollectedCheckpoint, GcOptions, GcReport};
 pub use guard::{
     Edited, LineRange, PatchOptions, Patched, PatchedFile, ReadResult, StagedWrite, ToolCall,
     WriteCheck,
@@ -69,6 +72,7 @@ pub use workspace::adopt::{adopt, Adopted};
 pub use workspace::home::{rewind_home, state_dir_of};
 pub use workspace::identity::RootState;
 pub use workspace::lock::WorkspaceLock;
+pub use workspace::orphans::Orphan;
 pub use workspace::registry::{
     forget, locate, move_workspace, orphan_state, orphans, registered, Forgotten, OrphanState,
     Registered, Relinked,

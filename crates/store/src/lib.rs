@@ -17,19 +17,21 @@
 //!
 //! Modules: `pack` (pack files, temp packs and their locks), `index` (the SQLite tables),
 //! `writer` (dedup, compression, commit), `chunk` (content splitting, the `file` object),
-//! `compress` (zstd and when not to use it), `fsck`.
+//! `compress` (zstd and when not to use it), `fsck`, `gc` (sweep and repack).
 
 mod chunk;
 mod compress;
 #[cfg(test)]
 mod crash_tests;
 mod fsck;
+mod gc;
 mod id;
 mod index;
 mod pack;
 mod tree;
 mod writer;
 
+pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
 pub use tree::{valid_name, EntryKind, Tree, TreeEntry};

@@ -14,6 +14,7 @@ mod common;
 mod dedup;
 mod durability;
 mod fsck;
+mod gc;
 mod inline;
 mod memory;
 mod roundtrip;

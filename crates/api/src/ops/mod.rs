@@ -55,6 +55,12 @@ operations! {
         "Register a directory (a copy) as a new workspace starting from another's history.";
     "workspace.forget" => workspace::WorkspaceForgetRequest, workspace::WorkspaceForgetResponse,
         "Delete a workspace's history; its files are not touched.";
+    "gc" => workspace::GcRequest, workspace::GcResponse,
+        "Drop old history under the retention policy, sweep and repack the store, reclaim orphaned workspaces.";
+    "pin" => workspace::PinRequest, workspace::PinResponse,
+        "Pin a checkpoint: garbage collection never drops it.";
+    "unpin" => workspace::PinRequest, workspace::PinResponse,
+        "Unpin a checkpoint: the retention policy applies to it again.";
     "recover" => workspace::RecoverRequest, workspace::RecoverResponse,
         "Finish interrupted restores and settle epochs whose process died.";
     "log" => history::LogRequest, history::LogResponse,

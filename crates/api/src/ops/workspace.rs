@@ -145,7 +145,118 @@ pub struct WorkspaceAdoptRequest {
 /// See [`WorkspaceAdoptRequest`].
 pub type WorkspaceAdoptResponse = Adopted;
 
+/// Drop old history under the retention policy and free its space: keep each session's newest
+/// `keep` checkpoints, drop those older than `max_age`, then the oldest until the state fits
+/// `max_bytes`. Heads, pinned checkpoints, open epochs and unfinished restores are always
+/// kept. Unset limits come from `[retention]`. Also removes orphaned workspaces idle past the
+/// age.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GcRequest {
+    /// Report what would go, write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Size budget of the workspace's state, in bytes.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+    /// Checkpoints older than this many seconds may go.
+    #[serde(default)]
+    pub max_age_secs: Option<u64>,
+    /// Each session's newest this many checkpoints are kept.
+    #[serde(default)]
+    pub keep: Option<u64>,
+    /// Also every other workspace registered in the same state directory whose root exists
+    /// (each under its own configuration for unset limits).
+    #[serde(default)]
+    pub all_workspaces: bool,
+    /// Run only if the state exceeds `[retention] max_bytes` and no other gc runs (what a
+    /// front starts after a checkpoint); otherwise return at once with `skipped`.
+    #[serde(default)]
+    pub auto: bool,
+}
+
+/// What `gc` did in this workspace (inline) and, with `all_workspaces`, in the others.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct GcResponse {
+    /// This workspace's report.
+    #[serde(flatten)]
+    pub report: rewind_core::GcReport,
+    /// The other workspaces' (empty without `all_workspaces`).
+    pub workspaces: Vec<OtherGc>,
+}
+
+/// One other workspace's gc, for `all_workspaces`.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct OtherGc {
+    /// Its root.
+    pub root: String,
+    /// Its report, when it ran.
+    pub report: Option<rewind_core::GcReport>,
+    /// Why it did not run (it could not be opened, or its lock was busy).
+    pub error: Option<String>,
+}
+
+/// Pin a checkpoint (never collected) or unpin it.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PinRequest {
+    /// The checkpoint: its id, a unique prefix, or a message id of the session.
+    pub id: String,
+}
+
+/// The checkpoint, with its pin as it is now.
+pub type PinResponse = rewind_core::CheckpointRow;
+
 impl Service {
+    /// The `gc` operation: see [`GcRequest`].
+    pub fn gc(&self, req: &GcRequest) -> Result<GcResponse, ApiError> {
+        let ws = self.ws()?;
+        let opts = rewind_core::GcOptions {
+            dry_run: req.dry_run,
+            max_bytes: req.max_bytes,
+            max_age: req.max_age_secs.map(std::time::Duration::from_secs),
+            keep: req.keep,
+            auto: req.auto,
+        };
+        let report = ws.gc(&opts)?;
+        let mut workspaces = Vec::new();
+        if req.all_workspaces {
+            for root in ws.other_workspaces() {
+                let run = rewind_core::Workspace::open(&root, &rewind_core::OpenOptions::default())
+                    .and_then(|other| other.gc(&opts));
+                workspaces.push(match run {
+                    Ok(r) => OtherGc {
+                        root: root.display().to_string(),
+                        report: Some(r),
+                        error: None,
+                    },
+                    Err(e) => OtherGc {
+                        root: root.display().to_string(),
+                        report: None,
+                        error: Some(e.to_string()),
+                    },
+                });
+            }
+        }
+        Ok(GcResponse { report, workspaces })
+    }
+
+    /// Whether the workspace's state exceeds `[retention] max_bytes`: a front starts an
+    /// automatic `gc` (request `auto`) after a checkpoint when it does, off its own path.
+    pub fn gc_due(&self) -> Result<bool, ApiError> {
+        Ok(self.ws()?.gc_due())
+    }
+
+    /// The `pin` operation: see [`PinRequest`].
+    pub fn pin(&self, req: &PinRequest) -> Result<PinResponse, ApiError> {
+        Ok(self.ws()?.pin(self.ctx.session(), &req.id, true)?)
+    }
+
+    /// The `unpin` operation: see [`PinRequest`].
+    pub fn unpin(&self, req: &PinRequest) -> Result<PinResponse, ApiError> {
+        Ok(self.ws()?.pin(self.ctx.session(), &req.id, false)?)
+    }
+
     /// A root or workspace id the caller gave: an id as it is, a path from the caller's
     /// directory.
     fn registered_path(&self, p: &Path) -> PathBuf {

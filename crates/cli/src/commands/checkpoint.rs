@@ -29,12 +29,38 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
-    let out = super::service(cli)?.checkpoint(&rewind_api::CheckpointRequest {
+    let service = super::service(cli)?;
+    let out = service.checkpoint(&rewind_api::CheckpointRequest {
         message: args.message.clone(),
         parent: args.parent.clone(),
         label: args.label.clone(),
         payload_file: args.payload_file.clone(),
     })?;
     emit(cli.json, &out, |o| println!("{}", o.id))?;
+    if service.gc_due().unwrap_or(false) {
+        start_gc(cli);
+    }
     Ok(0)
+}
+
+/// Starts `rewind gc --auto` for this workspace as a detached process (its own process group,
+/// no terminal, no output) and does not wait for it: the checkpoint is done. The gc itself
+/// gives way at once if another gc of the workspace runs. Best effort: a failure to start it
+/// only means the next checkpoint tries again.
+fn start_gc(cli: &Cli) {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let _ = Command::new(exe)
+        .arg("-C")
+        .arg(&cli.dir)
+        .args(["gc", "--auto"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_remove("REWIND_FAILPOINT")
+        .process_group(0)
+        .spawn();
 }

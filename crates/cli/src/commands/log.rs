@@ -70,6 +70,9 @@ fn row(item: &LogItem) -> Row {
             if epoch.recovered {
                 detail.push("[recovered]".into());
             }
+            if let Some(ns) = epoch.collected_ns {
+                detail.push(format!("[collected {}]", local_time(ns)));
+            }
             if let Some(n) = &epoch.note {
                 detail.push(format!("({n})"));
             }
@@ -102,6 +105,9 @@ fn row(item: &LogItem) -> Row {
             }
             if c.pinned {
                 detail.push("[pinned]".into());
+            }
+            if let Some(ns) = c.collected_ns {
+                detail.push(format!("[collected {}]", local_time(ns)));
             }
             Row {
                 what: "checkpoint",

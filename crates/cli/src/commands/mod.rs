@@ -9,10 +9,12 @@ pub mod edit;
 pub mod epoch;
 pub mod exec;
 pub mod fsck;
+pub mod gc;
 pub mod hook;
 pub mod init;
 pub mod log;
 pub mod man;
+pub mod pin;
 pub mod read;
 pub mod recover;
 pub mod restore;
@@ -46,6 +48,9 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Restore(args) => restore::run(cli, args),
         Command::Undo(args) => restore::run_undo(cli, args),
         Command::Recover(args) => recover::run(cli, args),
+        Command::Gc(args) => gc::run(cli, args),
+        Command::Pin(args) => pin::run(cli, args),
+        Command::Unpin(args) => pin::run_unpin(cli, args),
         Command::Sandbox(args) => sandbox::run(cli, args),
         Command::Serve(args) => serve::run(cli, args),
         Command::Hook(args) => hook::run(cli, args),

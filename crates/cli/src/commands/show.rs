@@ -89,6 +89,13 @@ fn epoch_text(d: &ShownEpoch) -> String {
         state.push_str(" (recovered: settled after its owner went away)");
     }
     field(&mut o, "state", state);
+    if let Some(ns) = e.collected_ns {
+        field(
+            &mut o,
+            "collected",
+            format!("{} (its content is no longer kept)", local_time(ns)),
+        );
+    }
     if let Some(t) = &e.tool {
         field(&mut o, "tool", t);
     }
@@ -183,6 +190,13 @@ fn checkpoint_text(d: &ShownCheckpoint) -> String {
     field(&mut o, "created", local_time(k.created_ns));
     field(&mut o, "tree", k.root.to_hex());
     field(&mut o, "pinned", if k.pinned { "yes" } else { "no" });
+    if let Some(ns) = k.collected_ns {
+        field(
+            &mut o,
+            "collected",
+            format!("{} (restoring to it is no longer possible)", local_time(ns)),
+        );
+    }
     let payload = match d.payload_size {
         Some(n) if n >= 1024 => format!("{n} bytes ({})", human_bytes(n as u64)),
         Some(n) => format!("{n} bytes"),

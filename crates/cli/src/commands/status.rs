@@ -67,7 +67,8 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
         for o in &s.orphans {
             println!(
                 "orphan     history of {} ({}): its root is gone (`rewind workspace list`; \
-                 running rewind in the moved directory re-links it)",
+                 running rewind in the moved directory re-links it; `rewind gc --max-age` \
+                 reclaims it once idle)",
                 o.root,
                 human_bytes(o.bytes)
             );

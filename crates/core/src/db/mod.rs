@@ -3,6 +3,7 @@
 //! with the version bump.
 
 pub(crate) mod fingerprints;
+pub(crate) mod gc;
 pub(crate) mod journal;
 pub mod oplog;
 pub(crate) mod snapshots;
@@ -61,6 +62,8 @@ const MIGRATIONS: &[&str] = &[
     fingerprints::MIGRATION,
     // 4: open epochs found without reading the whole history.
     crate::db::oplog::MIGRATION_OPEN_EPOCHS,
+    // 5: garbage collection's marks on checkpoints and epochs.
+    gc::MIGRATION,
 ];
 
 /// Brings the engine's tables up to date on `conn` (the store's connection: see

@@ -205,8 +205,8 @@ pub fn insert_change(
     Ok(())
 }
 
-/// The content ids every change row names, before and after (for fsck: each must still be in
-/// the store): epoch, path, then kind and id of the pre- and post-image.
+/// The content ids every change row of an epoch not collected names, before and after (for
+/// fsck: each must still be in the store): epoch, path, then kind and id of the pre- and post-image.
 #[allow(clippy::type_complexity)]
 pub(crate) fn all_change_ids(
     db: &Connection,
@@ -221,8 +221,11 @@ pub(crate) fn all_change_ids(
     )>,
     Error,
 > {
-    let mut st =
-        db.prepare("SELECT epoch, path, pre_kind, pre_id, post_kind, post_id FROM changes")?;
+    // Not those of epochs garbage collection dropped: their content is gone by design.
+    let mut st = db.prepare(
+        "SELECT c.epoch, c.path, c.pre_kind, c.pre_id, c.post_kind, c.post_id
+         FROM changes c JOIN epochs e ON e.id = c.epoch WHERE e.collected_ns IS NULL",
+    )?;
     let rows = st.query_map([], |r| {
         Ok((
             r.get(0)?,
@@ -355,7 +358,7 @@ pub fn session_changes_after(
 
 const EPOCH_COLS: &str =
     "id, pos, session, kind, state, tool, tool_call, message, owner_pid, owner_start,
-    paths, pre_root, recovered, note, created_ns, settled_ns";
+    paths, pre_root, recovered, note, created_ns, settled_ns, collected_ns";
 
 fn epoch_row(r: &Row) -> rusqlite::Result<EpochRow> {
     let pid: Option<i64> = r.get(8)?;
@@ -386,6 +389,7 @@ fn epoch_row(r: &Row) -> rusqlite::Result<EpochRow> {
         note: r.get(13)?,
         created_ns: r.get(14)?,
         settled_ns: r.get(15)?,
+        collected_ns: r.get(16)?,
     })
 }
 
@@ -455,7 +459,7 @@ pub fn change_counts(db: &Connection, epoch: &str) -> Result<(i64, i64), Error> 
 }
 
 const CKPT_COLS: &str =
-    "id, pos, session, message, parent, label, root, payload, pinned, created_ns";
+    "id, pos, session, message, parent, label, root, payload, pinned, created_ns, collected_ns";
 
 fn ckpt_row(r: &Row) -> rusqlite::Result<CheckpointRow> {
     let root: Vec<u8> = r.get(6)?;
@@ -470,6 +474,7 @@ fn ckpt_row(r: &Row) -> rusqlite::Result<CheckpointRow> {
         payload: r.get(7)?,
         pinned: r.get(8)?,
         created_ns: r.get(9)?,
+        collected_ns: r.get(10)?,
     })
 }
 

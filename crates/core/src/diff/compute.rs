@@ -57,6 +57,7 @@ impl Workspace {
     /// What epoch `e` changed, before → after, limited to `scope` (empty: everything). Paths
     /// of an open epoch with no post image yet are counted in `pending`, not shown.
     pub fn diff_epoch(&self, e: &EpochRow, scope: &[Vec<u8>]) -> Result<Diff, Error> {
+        crate::rewind::refuse_collected_epoch(e)?;
         let mut pending = 0;
         let mut files = Vec::new();
         for (c, p) in self.epoch_changes_pending(&e.id)? {
@@ -78,6 +79,7 @@ impl Workspace {
     /// What a restore of checkpoint `c`'s session to it would undo, conflicting paths included
     /// (each flagged): the checkpoint is the old side (a/), the workspace now the new (b/).
     pub fn diff_checkpoint_now(&self, c: &CheckpointRow, scope: &[Vec<u8>]) -> Result<Diff, Error> {
+        crate::rewind::refuse_collected_checkpoint(c)?;
         // Each step of the (forced, dry-run) restore goes from now (`before`) to the
         // checkpoint side (`after`).
         let opts = RewindOptions {
@@ -123,6 +125,8 @@ impl Workspace {
         b: &CheckpointRow,
         scope: &[Vec<u8>],
     ) -> Result<Diff, Error> {
+        crate::rewind::refuse_collected_checkpoint(a)?;
+        crate::rewind::refuse_collected_checkpoint(b)?;
         let plan = self.diff_trees_full(a.root, b.root)?;
         let mut files = Vec::new();
         for c in &plan.steps {

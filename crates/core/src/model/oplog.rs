@@ -128,6 +128,9 @@ pub struct EpochRow {
     pub created_ns: i64,
     /// When it was settled or aborted (ns since the Unix epoch); `None` while open.
     pub settled_ns: Option<i64>,
+    /// When garbage collection dropped the content its changes name (ns since the Unix
+    /// epoch): it can no longer be undone, restored to or diffed. `None`: not collected.
+    pub collected_ns: Option<i64>,
 }
 
 /// A checkpoint: a point in a session's history, bound to a conversation message.
@@ -153,10 +156,13 @@ pub struct CheckpointRow {
     /// `checkpoint.max_payload_size`.
     #[serde(skip)]
     pub payload: Option<Vec<u8>>,
-    /// Kept by garbage collection whatever its age (not settable yet: always false).
+    /// Kept by garbage collection whatever the policy (`pin`, `unpin`).
     pub pinned: bool,
     /// When it was made, in nanoseconds since the Unix epoch.
     pub created_ns: i64,
+    /// When garbage collection dropped what restoring to it needs (ns since the Unix epoch):
+    /// it can no longer be restored to or diffed. `None`: not collected.
+    pub collected_ns: Option<i64>,
 }
 
 /// A change row with the epoch it belongs to, for attribution queries.

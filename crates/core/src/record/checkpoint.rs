@@ -58,6 +58,7 @@ impl Workspace {
                 payload: payload.clone(),
                 pinned: false,
                 created_ns: now,
+                collected_ns: None,
             };
             oplog::insert_checkpoint(&self.db(), &row)?;
             Ok(row)

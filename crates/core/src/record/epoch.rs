@@ -148,6 +148,7 @@ impl Workspace {
             note: spec.note.clone(),
             created_ns: now,
             settled_ns: None,
+            collected_ns: None,
         };
         for p in &spec.paths {
             relpath::check(p)?;

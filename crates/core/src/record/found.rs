@@ -291,6 +291,7 @@ impl Workspace {
                 note: Some(format!("found by session {found_by}")),
                 created_ns: now,
                 settled_ns: Some(now),
+                collected_ns: None,
             },
         )?;
         Ok(id)

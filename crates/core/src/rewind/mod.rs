@@ -10,6 +10,11 @@
 
 mod apply;
 mod merge;
+mod reads;
+
+pub(crate) use reads::{
+    refuse_collected, refuse_collected_checkpoint, refuse_collected_epoch, target_tree,
+};
 
 pub use apply::Recovered;
 pub use merge::Merged;
@@ -86,7 +91,7 @@ impl Target {
         }
     }
     /// Changes at positions after this are undone.
-    fn after_pos(&self) -> i64 {
+    pub(crate) fn after_pos(&self) -> i64 {
         match self {
             Target::Checkpoint(c) => c.pos,
             Target::Epoch(e) => e.pos - 1,
@@ -162,6 +167,7 @@ impl Workspace {
             payload: None,
             pinned: false,
             created_ns: 0,
+            collected_ns: None,
         };
         let opts = RewindOptions {
             dry_run,
@@ -244,7 +250,12 @@ impl Workspace {
         for p in &opts.paths {
             relpath::check(p)?;
         }
+        refuse_collected(target)?;
         let _lock = self.lock_when_session_idle(session, opts.wait)?;
+        // Collected while this waited for the lock: read again under it.
+        if let Ok(again) = self.resolve(session, target.id()) {
+            refuse_collected(&again)?;
+        }
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
         self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
@@ -276,7 +287,7 @@ impl Workspace {
         let mut out = if opts.all {
             self.plan_all(session, target, opts)?
         } else {
-            let rows = oplog::session_changes_after(&self.db(), session, target.after_pos())?;
+            let rows = self.undo_rows(session, target.after_pos())?;
             let mut changes: Vec<Change> = rows.into_iter().map(|r| r.change).collect();
             if opts.dry_run {
                 // The real run settles the session's open epochs first: preview as if it had.
@@ -334,6 +345,7 @@ impl Workspace {
             None => oplog::last_epoch(&self.db(), session)?
                 .ok_or_else(|| Error::State(format!("session {session} has no epoch to undo")))?,
         };
+        refuse_collected_epoch(&e)?;
         if e.state == EpochState::Open {
             return Err(Error::State(format!(
                 "epoch {} is still open; end it first",
@@ -538,16 +550,7 @@ impl Workspace {
         target: &Target,
         opts: &RewindOptions,
     ) -> Result<RewindOutcome, Error> {
-        let tree = match target {
-            Target::Checkpoint(c) => c.root,
-            Target::Epoch(e) => e.pre_root.ok_or_else(|| {
-                Error::State(format!(
-                    "--all needs a whole-tree state, and {} epoch {} has none; give a checkpoint instead",
-                    e.kind.as_str(),
-                    e.id
-                ))
-            })?,
-        };
+        let tree = target_tree(target)?;
         let mut found = self.capture_found(None)?;
         if !opts.dry_run {
             self.transaction(|| self.record_found(&found, session, None).map(drop))?;
@@ -673,6 +676,7 @@ impl Workspace {
                     note: Some(format!("restore to {target}")),
                     created_ns: now,
                     settled_ns: None,
+                    collected_ns: None,
                 },
             )?;
             journal::insert(

@@ -12,6 +12,7 @@ pub mod adopt;
 pub(crate) mod home;
 pub(crate) mod identity;
 pub mod lock;
+pub(crate) mod orphans;
 pub mod registry;
 pub mod server;
 
@@ -478,7 +479,9 @@ impl Workspace {
                 stack.push((s.root, format!("snapshot {} ({})", s.seq, s.label)));
             }
         }
-        let checkpoints = crate::db::oplog::checkpoints(&self.db(), None, i64::MAX)?;
+        // Collected checkpoints' content is gone by design: not a loss.
+        let mut checkpoints = crate::db::oplog::checkpoints(&self.db(), None, i64::MAX)?;
+        checkpoints.retain(|c| c.collected_ns.is_none());
         for c in &checkpoints {
             if !c.root.is_zero() {
                 stack.push((c.root, format!("checkpoint {}", c.id)));

@@ -1,0 +1,182 @@
+//! Mark: for every stored object, the newest *anchor* that needs it.
+//!
+//! The checkpoints the policy may drop are numbered oldest first (0, 1, …); dropping "the
+//! oldest k" drops those numbered below k. History no kept checkpoint's restore reads (external
+//! epochs, epochs of a session before its first checkpoint or of a session without any, old
+//! snapshot records) goes with the droppable checkpoint before it in time (with the first, when
+//! none is before it); with none droppable at all, only a size budget drops it (one step past
+//! the last). Everything that needs objects gets the number of the
+//! newest droppable checkpoint whose loss would end the need (its anchor), or [`KEPT`] when
+//! nothing the policy does ends it (a session's head, a pinned checkpoint, open epochs, the
+//! stat cache, the last known state of every path, unfinished restores), or [`GONE`] when it
+//! was collected before. An object's anchor is the largest anchor of anything that needs it, so
+//! dropping the oldest k frees exactly the objects whose anchor is below k: one mark serves
+//! every k the size budget may try.
+//!
+//! What a checkpoint needs is what a restore to it reads, taken from the restore planner's own
+//! functions ([`crate::rewind::target_tree`] for `--all`, [`Workspace::undo_rows`] for the
+//! session scope); an epoch needs both sides of each of its changes (undo, diff, show) and its
+//! tree before it ran (a restore to "just before" it with `--all`).
+
+use std::collections::HashMap;
+
+use rewind_store::{EntryKind, ObjectCost, ObjectId, ObjectKind, Store};
+
+use crate::model::entry::Entry;
+use crate::Error;
+
+/// The anchor of what no policy drops.
+pub(crate) const KEPT: i64 = i64::MAX;
+/// The anchor of what was collected before.
+pub(crate) const GONE: i64 = -1;
+
+/// What needs objects: a tree (and everything under it) or an entry's content.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Root {
+    Tree(ObjectId),
+    Entry(Entry),
+}
+
+/// The anchor of every object reachable from the roots given, and what reading them found.
+pub(crate) struct Marks {
+    pub anchor: HashMap<ObjectId, i64>,
+}
+
+/// Marks every root (with its anchor) down to the last chunk. Roots are visited from the
+/// largest anchor down, so an object's first visit gives its anchor and nothing is read twice.
+/// A missing object is skipped (nothing is lost by not keeping it); a tree or file object that
+/// cannot be read for another reason stops the mark: never delete on doubt.
+pub(crate) fn mark(
+    store: &Store,
+    costs: &HashMap<ObjectId, ObjectCost>,
+    roots: Vec<(i64, Root)>,
+) -> Result<Marks, Error> {
+    mark_from(store, costs, roots, HashMap::with_capacity(costs.len()))
+}
+
+/// The objects reachable from `roots` that are not in `known` (nor reached only through it):
+/// a mark that adds to an earlier one.
+pub(crate) fn mark_more(
+    store: &Store,
+    costs: &HashMap<ObjectId, ObjectCost>,
+    roots: Vec<(i64, Root)>,
+    known: &std::collections::HashSet<ObjectId>,
+) -> Result<std::collections::HashSet<ObjectId>, Error> {
+    let seeded: HashMap<ObjectId, i64> = known.iter().map(|id| (*id, KEPT)).collect();
+    let marks = mark_from(store, costs, roots, seeded)?;
+    Ok(marks
+        .anchor
+        .into_keys()
+        .filter(|id| !known.contains(id))
+        .collect())
+}
+
+fn mark_from(
+    store: &Store,
+    costs: &HashMap<ObjectId, ObjectCost>,
+    mut roots: Vec<(i64, Root)>,
+    mut anchor: HashMap<ObjectId, i64>,
+) -> Result<Marks, Error> {
+    roots.sort_by_key(|(a, _)| std::cmp::Reverse(*a));
+    let mut stack: Vec<ObjectId> = Vec::new();
+    for (a, root) in roots {
+        if a == GONE {
+            continue;
+        }
+        match root {
+            Root::Tree(id) => stack.push(id),
+            Root::Entry(e) => match e.kind {
+                EntryKind::File | EntryKind::Symlink | EntryKind::Dir => stack.push(e.id),
+                EntryKind::Uncovered => {}
+            },
+        }
+        while let Some(id) = stack.pop() {
+            if id.is_zero() || anchor.contains_key(&id) {
+                continue;
+            }
+            let Some(cost) = costs.get(&id) else {
+                continue; // not stored: nothing to keep
+            };
+            anchor.insert(id, a);
+            match cost.kind {
+                ObjectKind::Blob => {}
+                ObjectKind::File => match store.file_chunks(&id) {
+                    Ok(chunks) => stack.extend(chunks),
+                    Err(rewind_store::Error::Missing { .. }) => {}
+                    Err(e) => return Err(doubt(id, e)),
+                },
+                ObjectKind::Tree => match store.read_tree(&id) {
+                    Ok(tree) => stack.extend(
+                        tree.entries()
+                            .iter()
+                            .filter(|e| e.kind != EntryKind::Uncovered)
+                            .map(|e| e.id),
+                    ),
+                    Err(rewind_store::Error::Missing { .. }) => {}
+                    Err(e) => return Err(doubt(id, e)),
+                },
+            }
+        }
+    }
+    Ok(Marks { anchor })
+}
+
+fn doubt(id: ObjectId, e: rewind_store::Error) -> Error {
+    Error::Unavailable(format!(
+        "garbage collection stopped before deleting anything: object {id} cannot be read to \
+         see what it refers to ({e})"
+    ))
+    .remedy(crate::model::remedy::Remedy::Fsck)
+}
+
+/// For positions in op-log order, the largest anchor of the checkpoints before each: built
+/// from checkpoints `(pos, anchor)`.
+pub(crate) struct PrefixMax {
+    pos: Vec<i64>,
+    max: Vec<i64>,
+}
+
+impl PrefixMax {
+    /// `points` are (pos, anchor), any order.
+    pub fn new(mut points: Vec<(i64, i64)>) -> PrefixMax {
+        points.sort_unstable();
+        let mut max = Vec::with_capacity(points.len());
+        let mut m = i64::MIN;
+        for (_, a) in &points {
+            m = m.max(*a);
+            max.push(m);
+        }
+        PrefixMax {
+            pos: points.into_iter().map(|p| p.0).collect(),
+            max,
+        }
+    }
+
+    /// The anchor of what sits at `pos`: the largest anchor of the checkpoints before it (a
+    /// restore to any of them reads it); `None` when no checkpoint is before it.
+    pub fn at(&self, pos: i64) -> Option<i64> {
+        match self.pos.partition_point(|p| *p < pos) {
+            0 => None,
+            n => Some(self.max[n - 1]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_max_takes_the_newest_needing_checkpoint() {
+        let p = PrefixMax::new(vec![(10, 3), (20, KEPT), (30, 1)]);
+        assert_eq!(p.at(5), None, "before the first");
+        assert_eq!(p.at(15), Some(3));
+        assert_eq!(
+            p.at(25),
+            Some(KEPT),
+            "a pinned checkpoint before it keeps it"
+        );
+        assert_eq!(p.at(35), Some(KEPT));
+        assert_eq!(PrefixMax::new(vec![]).at(1), None);
+    }
+}
