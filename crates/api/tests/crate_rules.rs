@@ -12,7 +12,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("core", &["store", "sandbox"]),
     ("api", &["core", "store", "sandbox"]),
     ("server", &["api"]),
-    ("cli", &["api", "server"]),
+    ("mcp", &["api"]),
+    ("cli", &["api", "server", "mcp"]),
     ("bench", &["core", "store"]),
     ("testutil", &[]),
 ];

@@ -67,6 +67,7 @@ pub enum Command {
     Recover(commands::recover::Args),
     Sandbox(commands::sandbox::Args),
     Serve(commands::serve::Args),
+    Mcp(commands::mcp::Args),
     // The guarded tools: their help (summary, details, examples) is the doc of their Args.
     Read(commands::read::Args),
     CheckWrite(commands::check_write::Args),

@@ -27,6 +27,7 @@ const COMMANDS: &[&str] = &[
     "recover",
     "sandbox",
     "serve",
+    "mcp",
     "read",
     "check-write",
     "write",

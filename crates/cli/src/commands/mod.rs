@@ -12,6 +12,7 @@ pub mod fsck;
 pub mod init;
 pub mod log;
 pub mod man;
+pub mod mcp;
 pub mod read;
 pub mod recover;
 pub mod restore;
@@ -47,6 +48,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Recover(args) => recover::run(cli, args),
         Command::Sandbox(args) => sandbox::run(cli, args),
         Command::Serve(args) => serve::run(cli, args),
+        Command::Mcp(args) => mcp::run(cli, args),
         Command::Read(args) => read::run(cli, args),
         Command::CheckWrite(args) => check_write::run(cli, args),
         Command::Write(args) => write::run(cli, args),
