@@ -27,6 +27,7 @@ mod rewind_crash;
 mod rewind_sessions;
 mod rewind_shell;
 mod sandbox_cli;
+mod mcp;
 mod serve;
 
 #[test]
