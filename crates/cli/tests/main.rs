@@ -17,6 +17,7 @@ mod fail_closed;
 mod guard;
 mod invocation_dir;
 mod looking;
+mod mcp;
 mod merge;
 mod moved;
 mod overlapping_epochs;
@@ -27,7 +28,6 @@ mod rewind_crash;
 mod rewind_sessions;
 mod rewind_shell;
 mod sandbox_cli;
-mod mcp;
 mod serve;
 
 #[test]

@@ -123,9 +123,11 @@ impl Raw {
             stdin,
             lines,
         };
-        raw.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        raw.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}));
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        );
         assert_eq!(raw.recv()["result"]["serverInfo"]["name"], "rewind");
         raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         raw
@@ -144,7 +146,10 @@ impl Raw {
 
     fn recv(&mut self) -> Value {
         let mut line = String::new();
-        assert!(self.lines.read_line(&mut line).unwrap() > 0, "server closed");
+        assert!(
+            self.lines.read_line(&mut line).unwrap() > 0,
+            "server closed"
+        );
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
     }
 
@@ -320,11 +325,17 @@ fn print_config_for_each_client() {
     let root = std::fs::canonicalize(env.root()).unwrap();
     let root = root.to_str().unwrap();
     for client in ["claude-code", "codex", "gemini", "cursor"] {
-        let o = env.cmd(&["mcp", "--print-config", client]).output().unwrap();
+        let o = env
+            .cmd(&["mcp", "--print-config", client])
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", text(&o));
         let out = String::from_utf8(o.stdout).unwrap();
         assert!(out.contains(root), "{client}: {out}");
-        assert!(out.contains(env!("CARGO_BIN_EXE_rewind")), "{client}: {out}");
+        assert!(
+            out.contains(env!("CARGO_BIN_EXE_rewind")),
+            "{client}: {out}"
+        );
         let body: String = out
             .lines()
             .filter(|l| !l.starts_with("//") && !l.starts_with('#'))
