@@ -351,3 +351,84 @@ fn print_config_for_each_client() {
     let o = env.cmd(&["mcp", "--print-config", "vim"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// A sandbox that cannot run (no bwrap on PATH) with `--sandbox workspace-write`: `run` is
+/// refused as a result the model reads and nothing runs; without
+/// `--sandbox` the server says on stderr that it runs commands unsandboxed.
+#[test]
+fn a_sandbox_that_cannot_run_is_an_is_error_result() {
+    let env = Env::new();
+    let empty = tempfile::tempdir().unwrap();
+    let mut child = env
+        .cmd(&["-s", "nobwrap", "mcp", "--sandbox", "workspace-write"])
+        .env("PATH", empty.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let lines = BufReader::new(child.stdout.take().unwrap());
+    let mut s = Raw {
+        child,
+        stdin,
+        lines,
+    };
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    assert!(s.recv()["result"].is_object());
+    s.call(1, "run", json!({"command": "echo ran > ran.txt"}));
+    let r = s.recv();
+    let r = &r["result"];
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["error"]["kind"], "sandbox", "{r}");
+    let words = r["content"][0]["text"].as_str().unwrap();
+    assert!(words.contains("Nothing was run"), "{words}");
+    assert!(!env.root().join("ran.txt").exists());
+    assert!(s.finish().success());
+    // What the service records for it (bwrap is looked for once the epoch is open): at most
+    // an aborted epoch that changed nothing.
+    let log = json(&env, "nobwrap", &["log"], 0);
+    for item in log["items"].as_array().unwrap() {
+        assert_eq!(item["state"], "aborted", "{log}");
+        assert_eq!(item["changes"], 0, "{log}");
+    }
+
+    let o = env
+        .cmd(&["-s", "nobwrap", "mcp"])
+        .env("PATH", empty.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unsandboxed"), "{err}");
+}
+
+/// `run`'s timeout stops the command (exit 124, `timed_out`), its output is capped at 30000
+/// bytes per stream with the rest counted, and a bad timeout is a result to correct.
+#[test]
+fn run_times_out_and_caps_its_output() {
+    let env = Env::new();
+    let mut s = Raw::start(&env, "runs");
+    s.call(
+        1,
+        "run",
+        json!({"command": "head -c 100000 /dev/zero | tr '\\0' x; sleep 30", "timeout_secs": 1}),
+    );
+    let started = Instant::now();
+    let r = s.recv();
+    assert!(started.elapsed() < Duration::from_secs(20), "not stopped");
+    let out = &r["result"]["structuredContent"];
+    assert_eq!(out["exit_code"], 124, "{out}");
+    assert_eq!(out["timed_out"], true, "{out}");
+    assert_eq!(out["stdout"].as_str().unwrap().len(), 30_000);
+    assert_eq!(out["truncated_bytes"], 70_000, "{}", out["truncated_bytes"]);
+    s.call(2, "run", json!({"command": "true", "timeout_secs": 0}));
+    let r = s.recv();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(s.finish().success());
+}

@@ -133,10 +133,17 @@ impl Server {
             .build()
             .map_err(|e| ApiError::new(ErrorKind::Error, format!("starting the server: {e}")))?;
         let result = rt.block_on(async move {
-            let running = self
-                .serve(rmcp::transport::stdio())
-                .await
-                .map_err(|e| ApiError::new(ErrorKind::Error, format!("MCP handshake: {e}")))?;
+            let running = match self.serve(rmcp::transport::stdio()).await {
+                Ok(r) => r,
+                // The client went away before its first request: nothing to serve.
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+                Err(e) => {
+                    return Err(ApiError::new(
+                        ErrorKind::Error,
+                        format!("MCP handshake: {e}"),
+                    ))
+                }
+            };
             running
                 .waiting()
                 .await
