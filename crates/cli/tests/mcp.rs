@@ -432,3 +432,25 @@ fn run_times_out_and_caps_its_output() {
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(s.finish().success());
 }
+
+/// A path outside the workspace is refused as a result, and nothing is written there.
+#[test]
+fn paths_outside_the_workspace_are_refused() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("x.txt");
+    let mut s = Raw::start(&env, "outside");
+    s.call(
+        1,
+        "write_file",
+        json!({"path": "../x.txt", "content": "no"}),
+    );
+    s.call(2, "write_file", json!({"path": target, "content": "no"}));
+    for _ in 0..2 {
+        let r = s.recv();
+        assert_eq!(r["result"]["isError"], true, "{r}");
+    }
+    assert!(!target.exists());
+    assert!(!env.root().parent().unwrap().join("x.txt").exists());
+    assert!(s.finish().success());
+}
