@@ -315,6 +315,8 @@ fn a_client_that_disconnects_mid_call_leaves_no_open_epoch() {
         .unwrap_or_else(|| panic!("no run epoch: {log}"))
         .clone();
     assert_eq!(run["state"], "settled", "{run}");
+    // Settled by the server before it exited, not by the next command's recovery.
+    assert_eq!(run["recovered"], false, "{run}");
     let shown = json(&env, "gone", &["show", run["id"].as_str().unwrap()], 0);
     assert!(shown.to_string().contains("late.txt"), "{shown}");
 }
