@@ -1,4 +1,5 @@
-"""A real MCP client (the official Python SDK, `mcp` 2.x) driving `rewind mcp` over stdio.
+"""A real MCP client (the official Python SDK, `mcp` 2.x) driving `rewind mcp` over stdio: its
+tools and its resources.
 
 Run by tests/mcp.rs: python mcp_client.py REWIND_BINARY WORKSPACE MODE SESSION, with
 REWIND_HOME set. MODE is `legacy` (the `initialize` handshake) or `modern` (2026-07-28,
@@ -123,6 +124,26 @@ async def main(binary, root, mode, session):
             check("read it again" in text_of(r) or "re-read" in text_of(r) or
                   "read_file" in text_of(r), text_of(r))
             check(disk(root, "a.txt") == "edited by the user\n", "a refused edit wrote")
+
+            # Resources: the history, and what a restore to each checkpoint would undo.
+            listed = {str(r.uri) for r in (await s.list_resources()).resources}
+            check("rewind://log" in listed, listed)
+            uri = f"rewind://checkpoint/{start}/diff"
+            check(uri in listed, listed)
+            contents = (await s.read_resource(uri)).contents
+            check("+++ b/b.txt" in contents[0].text, contents[0].text)
+            history = (await s.read_resource("rewind://log")).contents[0].text
+            check(start in history, history)
+            templates = (await s.list_resource_templates()).resource_templates
+            check([t.uri_template for t in templates] == ["rewind://checkpoint/{id}/diff"],
+                  templates)
+            try:
+                await s.read_resource("rewind://checkpoint/ffffffffffffffff/diff")
+                raise AssertionError("an unknown checkpoint was read")
+            except AssertionError:
+                raise
+            except Exception as e:
+                check("ffffffffffffffff" in str(e) or "no" in str(e).lower(), str(e))
 
             r = await call("log", {"limit": 50})
             check(len(r.structured_content["items"]) >= 5, r.structured_content)

@@ -2,6 +2,8 @@
 //! checkpoints and previewed rewinds as a Model Context Protocol server on standard input and
 //! output (one JSON-RPC message per line), built on the official Rust SDK (`rmcp`).
 //!
+//! Resources show the session's log and, per checkpoint, what a restore to it would undo.
+//!
 //! Every tool is one operation of the service API ([`rewind_api::rpc::call`]); this crate
 //! only shapes arguments for a model and results for a client. Both protocol eras are served:
 //! the `initialize` handshake (2025-11-25 and earlier) and the stateless 2026-07-28 revision
@@ -12,6 +14,7 @@
 //! the wrong type); only an unknown tool or a malformed message is a protocol error.
 
 mod config;
+mod resources;
 mod tools;
 
 use std::path::PathBuf;
@@ -19,8 +22,9 @@ use std::sync::{Arc, Mutex};
 
 use rewind_api::{ApiError, Context, ErrorKind, SandboxMode, Service};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -180,9 +184,14 @@ commands with `run`: each is recorded, so `undo` or `restore` can revert what it
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("rewind", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("rewind", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -199,5 +208,35 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         tools::call(self, request).await.map(CallToolResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(
+            resources::list(self).await?,
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(self, &request.uri)
+            .await
+            .map(ReadResourceResponse::from)
     }
 }
