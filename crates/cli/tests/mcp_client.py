@@ -89,6 +89,17 @@ async def main(binary, root, mode, session):
             check(r.structured_content["exit_code"] == 3, r.structured_content)
             check(r.structured_content["stderr"] == "oops\n", r.structured_content)
 
+            # A call that takes a while reports progress to a client that asks for it.
+            heard = []
+
+            async def progress(value, total, message):
+                heard.append((value, message))
+
+            r = await s.call_tool("run", {"command": "sleep 2.5"}, progress_callback=progress)
+            check(not r.is_error and r.structured_content["exit_code"] == 0, text_of(r))
+            check(len(heard) >= 1 and "still running" in (heard[0][1] or ""), heard)
+            check([v for v, _ in heard] == sorted(set(v for v, _ in heard)), heard)
+
             await call("checkpoint", {"label": "after"})
 
             # A restore previews by default and writes nothing.

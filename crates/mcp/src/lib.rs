@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use rewind_api::{ApiError, Context, ErrorKind, SandboxMode, Service};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -205,9 +205,29 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        tools::call(self, request).await.map(CallToolResponse::from)
+        // A client that asked for progress hears every second that the call still runs (a
+        // long command, or the whole-tree captures around it), until it returns.
+        let ticker = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            let name = request.name.to_string();
+            tokio::spawn(async move {
+                for secs in 1u64.. {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    let p = ProgressNotificationParam::new(token.clone(), secs as f64)
+                        .with_message(format!("{name}: still running after {secs} s"));
+                    if peer.notify_progress(p).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        let result = tools::call(self, request).await;
+        if let Some(t) = ticker {
+            t.abort();
+        }
+        result.map(CallToolResponse::from)
     }
 
     async fn list_resources(
