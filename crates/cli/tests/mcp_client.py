@@ -156,6 +156,20 @@ async def main(binary, root, mode, session):
             except Exception as e:
                 check("ffffffffffffffff" in str(e) or "no" in str(e).lower(), str(e))
 
+            # Re-read, then a patch: checked (dry run, nothing written), then applied.
+            await call("read_file", {"path": "a.txt"})
+            patch = ("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-edited by the user\n"
+                     "+patched\n")
+            r = await call("apply_patch", {"patch": patch, "dry_run": True})
+            check(r.structured_content["dry_run"] is True, r.structured_content)
+            check(disk(root, "a.txt") == "edited by the user\n", "the dry run wrote")
+            r = await call("apply_patch", {"patch": patch})
+            check([c["path"] for c in r.structured_content["changes"]] == ["a.txt"],
+                  r.structured_content)
+            check(disk(root, "a.txt") == "patched\n", disk(root, "a.txt"))
+            await call("undo", {})
+            check(disk(root, "a.txt") == "edited by the user\n", disk(root, "a.txt"))
+
             r = await call("log", {"limit": 50})
             check(len(r.structured_content["items"]) >= 5, r.structured_content)
             r = await call("diff", {"target": start})
