@@ -13,7 +13,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("api", &["core", "store", "sandbox"]),
     ("server", &["api"]),
     ("hook", &["api", "server"]),
-    ("cli", &["api", "server", "hook"]),
+    ("mcp", &["api"]),
+    ("cli", &["api", "server", "hook", "mcp"]),
     ("bench", &["core", "store"]),
     ("testutil", &[]),
 ];

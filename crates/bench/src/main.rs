@@ -1,6 +1,6 @@
 //! `rewind-bench`: runs the same work through the git "shadow repository" baseline and through
 //! Rewind, in the same run, and reports ratios. Every measured step is a separate child process
-//! timed by wall clock, with its peak RSS from `wait4`. See `bench/run.sh`, `crates/bench/scripts/` and
+//! timed by wall clock, with its peak RSS from `wait4`. See `crates/bench/scripts/run.sh`, `crates/bench/scripts/` and
 //! `docs/benchmarks.md`.
 
 mod measure;

@@ -84,7 +84,7 @@ pub struct Opts {
     /// Also write the Markdown report to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// The code measured, as the report should name it (bench/run.sh passes the commit).
+    /// The code measured, as the report should name it (crates/bench/scripts/run.sh passes the commit).
     #[arg(long, default_value = "unknown")]
     pub code_rev: String,
 }

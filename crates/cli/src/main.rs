@@ -71,6 +71,7 @@ pub enum Command {
     Sandbox(commands::sandbox::Args),
     Serve(commands::serve::Args),
     Hook(commands::hook::Args),
+    Mcp(commands::mcp::Args),
     // The guarded tools: their help (summary, details, examples) is the doc of their Args.
     Read(commands::read::Args),
     CheckWrite(commands::check_write::Args),

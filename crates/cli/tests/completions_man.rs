@@ -31,6 +31,7 @@ const COMMANDS: &[&str] = &[
     "sandbox",
     "serve",
     "hook",
+    "mcp",
     "read",
     "check-write",
     "write",

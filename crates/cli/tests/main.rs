@@ -20,6 +20,7 @@ mod guard;
 mod hooks;
 mod invocation_dir;
 mod looking;
+mod mcp;
 mod merge;
 mod moved;
 mod overlapping_epochs;

@@ -14,6 +14,7 @@ pub mod hook;
 pub mod init;
 pub mod log;
 pub mod man;
+pub mod mcp;
 pub mod pin;
 pub mod read;
 pub mod recover;
@@ -54,6 +55,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Sandbox(args) => sandbox::run(cli, args),
         Command::Serve(args) => serve::run(cli, args),
         Command::Hook(args) => hook::run(cli, args),
+        Command::Mcp(args) => mcp::run(cli, args),
         Command::Read(args) => read::run(cli, args),
         Command::CheckWrite(args) => check_write::run(cli, args),
         Command::Write(args) => write::run(cli, args),

@@ -10,11 +10,11 @@
 # Then a gc with nothing to collect, and the cost of an exact epoch (`rewind write`) alone and
 # while gc runs in a loop beside it.
 #
-# usage: bench/gc.sh [FILES] [CHECKPOINTS] [CHANGED_PER_TURN]
+# usage: crates/bench/scripts/gc.sh [FILES] [CHECKPOINTS] [CHANGED_PER_TURN]
 #   defaults 20000 files (4 KiB each, 200 directories), 100 checkpoints, 200 files per turn.
 # Builds the release binary; prints a Markdown table. Needs git and python3.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 files=${1:-20000}
 ckpts=${2:-100}
 churn=${3:-200}

@@ -5,7 +5,7 @@
 # target/bench/foundation.log). Everything it needs is in this repository: the baseline scripts
 # are crates/bench/scripts/ (built into rewind-bench).
 #
-# usage: bench/run.sh [--fresh-fs] [rewind-bench run options]
+# usage: crates/bench/scripts/run.sh [--fresh-fs] [rewind-bench run options]
 #   --fresh-fs        run on a freshly made ext4 loop volume (needs root): after mass deletes of
 #                     100k files ext4 allocates inodes slowly for a while, which would skew runs
 #                     made right after an earlier run's cleanup
@@ -21,9 +21,9 @@
 #   FRESH_FS_SIZE     size of the sparse loop image (default 40G)
 #
 # The defaults keep a run under 15 minutes on a loaded 2-core machine.
-# smoke test: bench/run.sh --dirs 20 --reps 2 --big-mib 16 --huge-mib 64
+# smoke test: crates/bench/scripts/run.sh --dirs 20 --reps 2 --big-mib 16 --huge-mib 64
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 target=${CARGO_TARGET_DIR:-target}
 # Binaries are built for the host's own target tuple (see .cargo/config.toml).
 bin=$target/$(rustc -vV | sed -n 's/^host: //p')/release

@@ -1,0 +1,262 @@
+//! `rewind mcp`: Rewind's guarded file tools, recorded (and sandboxed) shell commands,
+//! checkpoints and previewed rewinds as a Model Context Protocol server on standard input and
+//! output (one JSON-RPC message per line), built on the official Rust SDK (`rmcp`).
+//!
+//! Resources show the session's log and, per checkpoint, what a restore to it would undo.
+//!
+//! Every tool is one operation of the service API ([`rewind_api::rpc::call`]); this crate
+//! only shapes arguments for a model and results for a client. Both protocol eras are served:
+//! the `initialize` handshake (2025-11-25 and earlier) and the stateless 2026-07-28 revision
+//! (`server/discover`, version and capabilities in each request's `_meta`).
+//!
+//! What a model can act on is a tool result with `isError: true` and words saying what to do
+//! (a guard refusal, a restore refused by conflicts, a sandbox that cannot run, an argument of
+//! the wrong type); only an unknown tool or a malformed message is a protocol error.
+
+mod config;
+mod resources;
+mod tools;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rewind_api::{ApiError, Context, ErrorKind, SandboxMode, Service};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+
+pub use config::{print_config, Client};
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The directory the tools act from: the workspace is its nearest registered ancestor,
+    /// else the directory itself; relative tool paths are taken from it.
+    pub dir: PathBuf,
+    /// The session every tool call is recorded for; `None`: a new session for this server
+    /// process (`mcp-` and the process id and start time).
+    pub session: Option<String>,
+    /// The sandbox `run` uses. `None`: `workspace-write` when the sandbox works here, else
+    /// none (said once on standard error, and in every `run` result).
+    pub sandbox: Option<SandboxMode>,
+}
+
+/// How `run` runs commands, as decided when the server starts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RunMode {
+    /// Under the sandbox in this mode (a sandbox that stops working is a refusal).
+    Sandboxed(SandboxMode),
+    /// As plain child processes: no sandbox was asked for and none works here.
+    Plain,
+}
+
+impl RunMode {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            RunMode::Sandboxed(m) => m.as_str(),
+            RunMode::Plain => "none",
+        }
+    }
+}
+
+/// The MCP server: the service for one session, behind a lock (operations run one at a time,
+/// on blocking threads, so the protocol keeps being read while one runs).
+#[derive(Clone)]
+pub struct Server {
+    svc: Arc<Mutex<Service>>,
+    run_mode: RunMode,
+    session: String,
+}
+
+impl Server {
+    /// A server acting as `opts` says. Opens the workspace (registering it on first use) so
+    /// that an unusable directory fails now, before a client connects.
+    pub fn new(opts: &Options) -> Result<Server, ApiError> {
+        let session = opts.session.clone().unwrap_or_else(default_session);
+        let svc = Service::new(Context::new(&opts.dir, &session)?);
+        svc.open()?;
+        let run_mode = match opts.sandbox {
+            Some(SandboxMode::DangerFullAccess) => RunMode::Plain,
+            Some(m) => RunMode::Sandboxed(m),
+            None => match svc.sandbox_check(&Default::default()) {
+                Ok(_) => RunMode::Sandboxed(SandboxMode::WorkspaceWrite),
+                Err(e) => {
+                    eprintln!(
+                        "rewind mcp: the sandbox does not work here ({}); `run` runs commands \
+                         unsandboxed (give --sandbox workspace-write to refuse instead)",
+                        e.message
+                    );
+                    RunMode::Plain
+                }
+            },
+        };
+        Ok(Server {
+            svc: Arc::new(Mutex::new(svc)),
+            run_mode,
+            session,
+        })
+    }
+
+    /// The session the tools record for.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// Calls operation `method` of the service with `params` on a blocking thread. The call
+    /// runs to its end even when the client goes away meanwhile (so no epoch is left open).
+    pub(crate) async fn call(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, ApiError> {
+        let svc = self.svc.clone();
+        tokio::task::spawn_blocking(move || {
+            let svc = svc.lock().unwrap_or_else(|p| p.into_inner());
+            rewind_api::rpc::call(&svc, method, params)
+                .unwrap_or_else(|| Err(ApiError::usage(format!("no operation {method}"))))
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ApiError::new(
+                ErrorKind::Error,
+                format!("operation failed: {e}"),
+            ))
+        })
+    }
+
+    /// Serves one client on this process's standard input and output until the input ends.
+    /// Operations still running then are finished before this returns.
+    pub fn serve_stdio(self) -> Result<(), ApiError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| ApiError::new(ErrorKind::Error, format!("starting the server: {e}")))?;
+        let result = rt.block_on(async move {
+            let running = match self.serve(rmcp::transport::stdio()).await {
+                Ok(r) => r,
+                // The client went away before its first request: nothing to serve.
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+                Err(e) => {
+                    return Err(ApiError::new(
+                        ErrorKind::Error,
+                        format!("MCP handshake: {e}"),
+                    ))
+                }
+            };
+            running
+                .waiting()
+                .await
+                .map_err(|e| ApiError::new(ErrorKind::Error, format!("MCP server: {e}")))?;
+            Ok(())
+        });
+        // Dropping the runtime waits for blocking operations still running: an operation a
+        // client gave up on still settles its epoch.
+        drop(rt);
+        result
+    }
+}
+
+/// A session name for this server process.
+fn default_session() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("mcp-{secs}-{}", std::process::id())
+}
+
+/// Runs `rewind mcp` as `opts` says until the client closes standard input.
+pub fn serve(opts: &Options) -> Result<(), ApiError> {
+    Server::new(opts)?.serve_stdio()
+}
+
+const INSTRUCTIONS: &str = "Rewind records every change made through these tools and can put \
+it back. Read a file (read_file) before you change it (write_file, edit_file, apply_patch): a \
+write to a file you have not read, or that changed since you read it, is refused. Run shell \
+commands with `run`: each is recorded, so `undo` or `restore` can revert what it changed. Call \
+`checkpoint` at the start of each task step; `restore` to a checkpoint previews by default \
+(dry_run) and applies with dry_run: false.";
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("rewind", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // A client that asked for progress hears every second that the call still runs (a
+        // long command, or the whole-tree captures around it), until it returns.
+        let ticker = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            let name = request.name.to_string();
+            tokio::spawn(async move {
+                for secs in 1u64.. {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    let p = ProgressNotificationParam::new(token.clone(), secs as f64)
+                        .with_message(format!("{name}: still running after {secs} s"));
+                    if peer.notify_progress(p).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        let result = tools::call(self, request).await;
+        if let Some(t) = ticker {
+            t.abort();
+        }
+        result.map(CallToolResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(
+            resources::list(self).await?,
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(self, &request.uri)
+            .await
+            .map(ReadResourceResponse::from)
+    }
+}
