@@ -61,6 +61,10 @@ pub fn call(svc: &Service, method: &str, params: Value) -> Option<Result<Value, 
         "edit" => with(params, |r| svc.edit(&r)),
         "apply-patch" => with(params, |r| svc.apply_patch(&r)),
         "sandbox.check" => with(params, |r| svc.sandbox_check(&r)),
+        "sandbox.mode" => with(params, |mut r: sandbox::SandboxModeRequest| {
+            r.via.get_or_insert_with(|| "rpc".into());
+            svc.sandbox_mode(&r)
+        }),
         "sandbox.exec" => with(params, |mut r: sandbox::SandboxExecRequest| {
             r.collect_output = true;
             svc.sandbox_exec(&r)

@@ -3,6 +3,7 @@
 //! rules) is `docs/cli.md`.
 
 mod commands;
+mod confirm;
 mod exit;
 mod output;
 mod render;

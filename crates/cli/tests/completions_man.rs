@@ -42,7 +42,7 @@ const COMMANDS: &[&str] = &[
 ];
 const NESTED: &[(&str, &[&str])] = &[
     ("epoch", &["begin", "end", "abort"]),
-    ("sandbox", &["check", "exec"]),
+    ("sandbox", &["check", "exec", "mode", "toggle"]),
     ("workspace", &["list", "move", "adopt", "forget"]),
     (
         "hook",

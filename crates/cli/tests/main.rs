@@ -32,6 +32,7 @@ mod rewind_crash;
 mod rewind_sessions;
 mod rewind_shell;
 mod sandbox_cli;
+mod sandbox_mode;
 mod serve;
 
 #[test]

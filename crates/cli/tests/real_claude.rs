@@ -166,7 +166,9 @@ fn claude_codes_bash_runs_sandboxed() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let outside = tempfile::tempdir().unwrap();
+    // Not under /tmp: sandboxed commands get a private one, where a write would vanish
+    // without being blocked.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let out_file = outside.path().join("outside.txt");
     let script = json!([[
         {"tool": "Bash", "input": {"command": "echo inside > in.txt"}},
@@ -195,4 +197,44 @@ fn claude_codes_bash_runs_sandboxed() {
         .map(|e| e["changes"].as_i64().unwrap())
         .collect();
     assert!(changed.contains(&1) && changed.contains(&0), "{changed:?}");
+
+    // The user gives commands full access: the same write outside now happens...
+    let toggle = |to: &str| {
+        let o = env
+            .cmd_here(&["sandbox", "toggle", "--yes"])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let mode = json(&env, "any", &["sandbox", "mode"], 0);
+        assert_eq!(mode["mode"], to, "{mode}");
+    };
+    toggle("danger-full-access");
+    let again = json!([[
+        {"tool": "Bash", "input": {"command": format!("echo outside > '{}'", out_file.display())}},
+        {"text": "done"}
+    ]]);
+    prompt(&env, &bin, &again, "again", false);
+    assert_eq!(
+        std::fs::read_to_string(&out_file).unwrap(),
+        "outside\n",
+        "with full access the write outside happened"
+    );
+    // ...and toggling back blocks it again.
+    std::fs::remove_file(&out_file).unwrap();
+    toggle("workspace-write");
+    prompt(&env, &bin, &again, "once more", false);
+    assert!(!out_file.exists(), "back in the sandbox: blocked again");
+    // Both changes of mode are in the log, with who made them.
+    let log = json(&env, "any", &["log", "--all-sessions"], 0);
+    let modes: Vec<&Value> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "setting")
+        .collect();
+    assert_eq!(modes.len(), 2, "{log}");
+    assert_eq!(modes[0]["value"], "workspace-write");
+    assert_eq!(modes[1]["value"], "danger-full-access");
+    assert_eq!(modes[0]["front"], "cli");
 }

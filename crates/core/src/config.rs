@@ -223,18 +223,32 @@ impl Config {
     /// Loads the user config from `home` and the workspace override from `root` (either may be
     /// absent). Keys of the workspace file replace the same keys of the user file.
     pub fn load(home: &Path, root: Option<&Path>) -> Result<Config, Error> {
+        Config::load_with(home, root, toml::Table::new())
+    }
+
+    /// [`Config::load`], with `user` keys (settings the user made for this workspace from a
+    /// front, such as its sandbox mode) replacing those of the user file; the workspace file
+    /// still applies on top of both, and may still only tighten the sandbox.
+    pub fn load_with(home: &Path, root: Option<&Path>, user: toml::Table) -> Result<Config, Error> {
         let mut merged = toml::Table::new();
         let mut files = vec![home.join(USER_CONFIG)];
         if let Some(root) = root {
             files.push(root.join(WORKSPACE_CONFIG));
         }
         for (i, file) in files.iter().enumerate() {
-            if let Some(table) = read_table(file)? {
+            if i == 1 {
+                merge(&mut merged, user.clone());
+            }
+            if let Some(mut table) = read_table(file)? {
                 if i > 0 {
                     refuse_loosening(file, &table)?;
+                    keep_stricter_mode(&merged, &mut table);
                 }
                 merge(&mut merged, table);
             }
+        }
+        if files.len() == 1 {
+            merge(&mut merged, user);
         }
         let shown = files
             .iter()
@@ -278,6 +292,27 @@ fn refuse_loosening(file: &Path, table: &toml::Table) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// A workspace file's `sandbox.mode` tightens the mode set before it, never replaces a
+/// stricter one: `workspace-write` there does not loosen a user's `read-only`.
+fn keep_stricter_mode(before: &toml::Table, file: &mut toml::Table) {
+    fn strictness(v: Option<&toml::Value>) -> u8 {
+        match v.and_then(|v| v.as_str()) {
+            Some("read-only") => 2,
+            Some("workspace-write") | None => 1,
+            _ => 0,
+        }
+    }
+    let set = |t: &toml::Table| t.get("sandbox").and_then(|s| s.get("mode")).cloned();
+    let (Some(old), Some(new)) = (set(before), set(file)) else {
+        return;
+    };
+    if strictness(Some(&old)) > strictness(Some(&new)) {
+        if let Some(toml::Value::Table(sb)) = file.get_mut("sandbox") {
+            sb.insert("mode".into(), old);
+        }
+    }
 }
 
 fn read_table(file: &Path) -> Result<Option<toml::Table>, Error> {
@@ -352,6 +387,60 @@ mod tests {
             .to_string();
         assert!(err.contains("max_filesize"), "{err}");
         assert!(err.contains(WORKSPACE_CONFIG), "{err}");
+    }
+
+    #[test]
+    fn a_workspace_file_never_replaces_a_stricter_mode_and_a_front_setting_sits_between() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let mode = |user: &str| {
+            let mut t = toml::Table::new();
+            if !user.is_empty() {
+                let mut sb = toml::Table::new();
+                sb.insert("mode".into(), user.into());
+                t.insert("sandbox".into(), sb.into());
+            }
+            Config::load_with(home.path(), Some(root.path()), t)
+                .unwrap()
+                .sandbox
+                .mode
+                .map(|m| m.to_string())
+        };
+        std::fs::write(
+            home.path().join(USER_CONFIG),
+            "[sandbox]\nmode = \"read-only\"\n",
+        )
+        .unwrap();
+        // The front's setting replaces the user file's key...
+        assert_eq!(
+            mode("danger-full-access").as_deref(),
+            Some("danger-full-access")
+        );
+        assert_eq!(mode("").as_deref(), Some("read-only"));
+        // ...and the workspace file tightens whatever is set before it, never loosens it.
+        let ws = root.path().join(WORKSPACE_CONFIG);
+        std::fs::write(&ws, "[sandbox]\nmode = \"workspace-write\"\n").unwrap();
+        assert_eq!(mode("").as_deref(), Some("read-only"));
+        assert_eq!(
+            mode("danger-full-access").as_deref(),
+            Some("workspace-write")
+        );
+        std::fs::write(&ws, "[sandbox]\nmode = \"read-only\"\n").unwrap();
+        assert_eq!(mode("danger-full-access").as_deref(), Some("read-only"));
+        // Without a workspace, the front's setting still applies.
+        let no_root = Config::load_with(home.path(), None, {
+            let mut t = toml::Table::new();
+            t.insert(
+                "sandbox".into(),
+                toml::toml! { mode = "workspace-write" }.into(),
+            );
+            t
+        })
+        .unwrap();
+        assert_eq!(
+            no_root.sandbox.mode.map(|m| m.to_string()).as_deref(),
+            Some("workspace-write")
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use rewind_store::ObjectId;
 
 use crate::db::oplog::{self, CheckpointRow, EpochRow};
+use crate::db::settings::SettingRow;
 use crate::model::entry::Change;
 use crate::workspace::Workspace;
 use crate::Error;
@@ -27,6 +28,13 @@ pub enum LogItem {
         #[serde(flatten)]
         checkpoint: CheckpointRow,
     },
+    /// A setting of the workspace changed from a front (the sandbox mode): who, when, from
+    /// what to what.
+    Setting {
+        /// The change (its fields inline in JSON).
+        #[serde(flatten)]
+        setting: SettingRow,
+    },
 }
 
 impl LogItem {
@@ -35,13 +43,14 @@ impl LogItem {
         match self {
             LogItem::Epoch { epoch, .. } => epoch.pos,
             LogItem::Checkpoint { checkpoint } => checkpoint.pos,
+            LogItem::Setting { setting } => setting.pos,
         }
     }
 }
 
 impl Workspace {
-    /// Epochs and checkpoints, newest first. `session` limits to that session (external epochs
-    /// are always shown: they are everyone's business).
+    /// Epochs, checkpoints and setting changes, newest first. `session` limits to that session
+    /// (external epochs and setting changes are always shown: they are everyone's business).
     pub fn log(&self, session: Option<&str>, limit: usize) -> Result<Vec<LogItem>, Error> {
         let limit = limit as i64;
         let mut items = Vec::new();
@@ -57,6 +66,9 @@ impl Workspace {
         let checkpoints = oplog::checkpoints(&self.db(), session, limit)?;
         for c in checkpoints {
             items.push(LogItem::Checkpoint { checkpoint: c });
+        }
+        for setting in crate::db::settings::recent(&self.db(), limit)? {
+            items.push(LogItem::Setting { setting });
         }
         items.sort_by_key(|i| std::cmp::Reverse(i.pos()));
         items.truncate(limit as usize);

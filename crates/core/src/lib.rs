@@ -51,8 +51,9 @@ pub use text::{edit, merge, patch};
 pub use capture::scan::Progress;
 pub use capture::watch::LiveWatch;
 pub use capture::{Capture, CaptureStats, Uncovered};
-pub use config::{Config, HookGuard};
+pub use config::{Config, HookGuard, WORKSPACE_CONFIG};
 pub use db::oplog;
+pub use db::settings::{SettingRow, SANDBOX_MODE};
 pub use edit::EditSpec;
 pub use error::Error;
 pub use gc::{CollectedCheckpoint, GcOptions, GcReport};
@@ -78,4 +79,5 @@ pub use workspace::registry::{
     Registered, Relinked,
 };
 pub use workspace::server::{ServerInfo, SERVER_INFO, SERVER_LOCK};
+pub use workspace::settings::Setter;
 pub use workspace::{OpenOptions, Status, Workspace};

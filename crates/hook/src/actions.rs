@@ -216,7 +216,7 @@ fn sandboxed(
     command: &str,
     input: &Value,
 ) -> Result<Option<Outcome>, ApiError> {
-    let mode = svc.config()?.sandbox.mode.unwrap_or_default();
+    let mode = svc.config_with_settings()?.sandbox.mode.unwrap_or_default();
     if mode == rewind_api::SandboxMode::DangerFullAccess || !on_path("bwrap") {
         return Ok(None);
     }

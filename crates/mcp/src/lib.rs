@@ -40,27 +40,21 @@ pub struct Options {
     /// The session every tool call is recorded for; `None`: a new session for this server
     /// process (`mcp-` and the process id and start time).
     pub session: Option<String>,
-    /// The sandbox `run` uses. `None`: `workspace-write` when the sandbox works here, else
-    /// none (said once on standard error, and in every `run` result).
+    /// The sandbox `run` uses. `None`: the workspace's mode at each call (`[sandbox] mode`, or
+    /// what `rewind sandbox mode|toggle` set), when the sandbox works here, else none (said
+    /// once on standard error, and in every `run` result).
     pub sandbox: Option<SandboxMode>,
 }
 
 /// How `run` runs commands, as decided when the server starts.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum RunMode {
-    /// Under the sandbox in this mode (a sandbox that stops working is a refusal).
-    Sandboxed(SandboxMode),
+    /// Under the sandbox in this mode, whatever the workspace's mode (`--sandbox`).
+    Fixed(SandboxMode),
+    /// Under the workspace's mode, read at each call (a toggle applies to the next call).
+    Workspace,
     /// As plain child processes: no sandbox was asked for and none works here.
     Plain,
-}
-
-impl RunMode {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            RunMode::Sandboxed(m) => m.as_str(),
-            RunMode::Plain => "none",
-        }
-    }
 }
 
 /// The MCP server: the service for one session, behind a lock (operations run one at a time,
@@ -81,9 +75,9 @@ impl Server {
         svc.open()?;
         let run_mode = match opts.sandbox {
             Some(SandboxMode::DangerFullAccess) => RunMode::Plain,
-            Some(m) => RunMode::Sandboxed(m),
+            Some(m) => RunMode::Fixed(m),
             None => match svc.sandbox_check(&Default::default()) {
-                Ok(_) => RunMode::Sandboxed(SandboxMode::WorkspaceWrite),
+                Ok(_) => RunMode::Workspace,
                 Err(e) => {
                     eprintln!(
                         "rewind mcp: the sandbox does not work here ({}); `run` runs commands \

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use rewind_api::{ApiError, ErrorKind, StepView, OPERATIONS};
+use rewind_api::{ApiError, ErrorKind, SandboxMode, StepView, OPERATIONS};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations,
 };
@@ -82,6 +82,11 @@ struct RunArgs {
     /// exits with 124.
     #[serde(default)]
     timeout_secs: Option<u64>,
+    /// A stricter sandbox for this one command: `read-only` (it may write nothing) or
+    /// `workspace-write`. Never looser than the workspace's mode: asking for more access is
+    /// refused.
+    #[serde(default)]
+    sandbox: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -264,10 +269,11 @@ const SPECS: &[Spec] = &[
     Spec {
         name: "run",
         title: "Run a shell command",
-        description: "Run a shell command in the workspace directory (in a sandbox that allows \
-            writes only inside the workspace and no network, unless the server was started \
-            otherwise) and return its exit code, output and the files it changed. Recorded as \
-            one change: undo reverts what it did to the workspace's files.",
+        description: "Run a shell command in the workspace directory (in the workspace's \
+            sandbox: by default writes only inside the workspace and no network; `sandbox` asks \
+            for a stricter one for this call) and return its exit code, output and the files \
+            it changed. Recorded as one change: undo reverts what it did to the workspace's \
+            files.",
         input: input::<RunArgs>,
         op: None,
         annotations: runs,
@@ -392,7 +398,7 @@ fn refused(e: &ApiError) -> CallToolResult {
         ),
         ErrorKind::Sandbox => Some(
             "Nothing was run. The sandbox refused or cannot run here; tell the user (they can \
-             start the server with another --sandbox mode).",
+             change the workspace's mode with `rewind sandbox mode`; you cannot).",
         ),
         ErrorKind::Busy => Some("The workspace is busy with another operation; retry shortly."),
         _ => None,
@@ -558,6 +564,51 @@ fn capped(mut s: String, cap: usize) -> (String, u64) {
     (s, dropped)
 }
 
+/// The sandbox mode one `run` call gets (`None`: unsandboxed): the server's fixed mode or the
+/// workspace's, made stricter when the call asks, refused when it asks for looser.
+async fn run_mode(
+    server: &Server,
+    asked: Option<&str>,
+) -> Result<Option<SandboxMode>, CallToolResult> {
+    let base = match server.run_mode {
+        RunMode::Fixed(m) => Some(m),
+        RunMode::Plain => None,
+        RunMode::Workspace => {
+            let v = op(server, "sandbox.mode", json!({})).await?;
+            let m = v["mode"].as_str().unwrap_or_default();
+            Some(m.parse::<SandboxMode>().map_err(|e| {
+                refused(&ApiError::new(
+                    ErrorKind::Error,
+                    format!("the workspace's sandbox mode: {e}"),
+                ))
+            })?)
+        }
+    };
+    let Some(asked) = asked else {
+        return Ok(base.filter(|m| *m != SandboxMode::DangerFullAccess));
+    };
+    let asked: SandboxMode = asked.parse().map_err(|e| {
+        refused(&ApiError::usage(format!(
+            "sandbox: {e} (read-only or workspace-write)"
+        )))
+    })?;
+    let strictness = |m: Option<SandboxMode>| match m {
+        Some(SandboxMode::ReadOnly) => 2,
+        Some(SandboxMode::WorkspaceWrite) => 1,
+        _ => 0,
+    };
+    if strictness(Some(asked)) < strictness(base) {
+        return Err(refused(&ApiError::new(
+            ErrorKind::Sandbox,
+            format!(
+                "a call may ask for a stricter sandbox, never a looser one: the workspace runs commands in {}, and this call asked for {asked}",
+                base.map_or("none", |m| m.as_str())
+            ),
+        )));
+    }
+    Ok(Some(asked).filter(|m| *m != SandboxMode::DangerFullAccess))
+}
+
 async fn run(server: &Server, a: RunArgs) -> Result<CallToolResult, CallToolResult> {
     let secs = a.timeout_secs.unwrap_or(RUN_DEFAULT_TIMEOUT);
     if secs == 0 || secs > RUN_MAX_TIMEOUT {
@@ -574,8 +625,9 @@ async fn run(server: &Server, a: RunArgs) -> Result<CallToolResult, CallToolResu
         "-c",
         &a.command,
     ];
+    let mode = run_mode(server, a.sandbox.as_deref()).await?;
     let mut p = json!({"command": command, "tool": "run"});
-    if let RunMode::Sandboxed(m) = server.run_mode {
+    if let Some(m) = mode {
         p["sandbox"] = json!(m.as_str());
     }
     let v = op(server, "exec", p).await?;
@@ -591,7 +643,7 @@ async fn run(server: &Server, a: RunArgs) -> Result<CallToolResult, CallToolResu
         truncated_bytes: v["output"]["truncated"].as_u64().unwrap_or(0) + d1 + d2,
         epoch: v["epoch"].as_str().unwrap_or_default().to_string(),
         changes: serde_json::from_value(v["changes"].clone()).unwrap_or_default(),
-        sandbox: server.run_mode.name().to_string(),
+        sandbox: mode.map_or("none", |m| m.as_str()).to_string(),
     };
     Ok(done(serde_json::to_value(result).unwrap_or_default()))
 }

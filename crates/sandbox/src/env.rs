@@ -6,6 +6,9 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
+/// Set for every sandboxed command, to the sandbox's mode (see `Policy::environment`).
+pub const SANDBOX_VAR: &str = "REWIND_SANDBOX";
+
 /// Passed through by default (exact names, or `PREFIX_*`).
 pub const DEFAULT_ALLOW: &[&str] = &[
     "PATH",

@@ -378,9 +378,17 @@ impl Policy {
         Ok(plan)
     }
 
-    /// The environment the sandbox gets (see [`crate::env`]).
+    /// The environment the sandbox gets (see [`crate::env`]), and `REWIND_SANDBOX` set to the
+    /// mode: a command can tell it runs sandboxed, and `rewind` run inside refuses to change
+    /// the sandbox mode with a clear reason (the state directory is read-only in there anyway).
+    /// Whatever the caller's environment had under that name is replaced.
     pub fn environment(&self) -> Vec<(OsString, OsString)> {
-        crate::env::scrub(std::env::vars_os(), &self.env_allow)
+        let mut env: Vec<_> = crate::env::scrub(std::env::vars_os(), &self.env_allow)
+            .into_iter()
+            .filter(|(k, _)| k != crate::env::SANDBOX_VAR)
+            .collect();
+        env.push((crate::env::SANDBOX_VAR.into(), self.mode().as_str().into()));
+        env
     }
 }
 

@@ -174,6 +174,7 @@ impl Service {
                 let ns = match &item {
                     LogItem::Epoch { epoch, .. } => epoch.created_ns,
                     LogItem::Checkpoint { checkpoint } => checkpoint.created_ns,
+                    LogItem::Setting { setting } => setting.created_ns,
                 };
                 LogEntry {
                     item,

@@ -95,4 +95,6 @@ operations! {
         "Check that the OS sandbox works here under the workspace's policy.";
     "sandbox.exec" => sandbox::SandboxExecRequest, sandbox::SandboxExecResponse,
         "Run a command under the workspace's sandbox policy, recording nothing.";
+    "sandbox.mode" => sandbox::SandboxModeRequest, sandbox::SandboxModeResponse,
+        "Show the workspace's sandbox mode, or set it (recorded in the op log); toggle flips it.";
 }

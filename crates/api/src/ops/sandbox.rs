@@ -129,13 +129,174 @@ fn from_dir(dir: &Path, raw: &OsString) -> OsString {
     }
 }
 
+/// Show the workspace's sandbox mode, or change it. A change is kept in the op log (who,
+/// when, from what to what; `log` shows it) and replaces `[sandbox] mode` of the user's
+/// `config.toml` for this workspace; the workspace's `.rewind.toml` may still tighten it,
+/// never loosen it. Refused from inside the sandbox.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxModeRequest {
+    /// The mode to set: `workspace-write`, `read-only` or `danger-full-access` (no sandbox).
+    /// Neither this nor `toggle`: show the mode.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub set: Option<SandboxMode>,
+    /// Flip the workspace's mode: `danger-full-access` becomes `workspace-write`, anything
+    /// else `danger-full-access`.
+    #[serde(default)]
+    pub toggle: bool,
+    /// The workspace's mode the caller decided from (`workspace_mode` of an earlier answer):
+    /// if it changed meanwhile, nothing is written (kind `state`).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub expect: Option<SandboxMode>,
+    /// The front the change comes through, recorded with it (`cli`, `web`, `tui`; `rpc` when
+    /// a JSON-RPC client does not say).
+    #[serde(default)]
+    pub via: Option<String>,
+}
+
+/// The workspace's sandbox mode, and the change made, if any.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct SandboxModeResponse {
+    /// The mode commands run in now: `workspace_mode`, tightened by `.rewind.toml` if it says
+    /// so.
+    pub mode: String,
+    /// The workspace's own mode: the newest change made from a front, else `[sandbox] mode`
+    /// of the user's `config.toml`, else `workspace-write`.
+    pub workspace_mode: String,
+    /// Where `workspace_mode` comes from: `setting` (a change made from a front), `config`
+    /// or `default`.
+    pub source: String,
+    /// `.rewind.toml` when the workspace file tightens `workspace_mode` to `mode`.
+    pub tightened_by: Option<String>,
+    /// The change this request recorded; `null` when it only showed the mode or the mode was
+    /// already the one asked for.
+    pub changed: Option<rewind_core::SettingRow>,
+}
+
+/// The environment variable the sandbox sets for the commands it runs (see `docs/sandbox.md`):
+/// its mode.
+pub const SANDBOX_ENV: &str = rewind_sandbox::env::SANDBOX_VAR;
+
 impl Service {
-    /// The workspace's sandbox policy from config (user `config.toml` and the workspace's
-    /// `.rewind.toml`); the workspace root is the one every operation uses.
+    /// The change of the sandbox mode made for this workspace from a front, if any; read only
+    /// when the workspace is registered (never registers it).
+    fn sandbox_mode_setting(&self) -> Result<Option<rewind_core::SettingRow>, ApiError> {
+        if self.ctx.state_dir().is_none() {
+            return Ok(None);
+        }
+        Ok(self.ws()?.setting(rewind_core::SANDBOX_MODE)?)
+    }
+
+    /// The configuration for this workspace with the front's settings applied (see
+    /// [`SandboxModeRequest`]): what commands run under.
+    pub fn config_with_settings(&self) -> Result<rewind_core::Config, ApiError> {
+        let home = rewind_core::rewind_home()?;
+        let mut user = toml::Table::new();
+        if let Some(s) = self.sandbox_mode_setting()? {
+            user.insert(
+                "sandbox".into(),
+                toml::Value::Table(toml::Table::from_iter([(
+                    "mode".to_string(),
+                    toml::Value::String(s.value),
+                )])),
+            );
+        }
+        Ok(rewind_core::Config::load_with(
+            &home,
+            Some(&self.ctx.root()),
+            user,
+        )?)
+    }
+
+    /// The `sandbox.mode` operation: see [`SandboxModeRequest`].
+    pub fn sandbox_mode(&self, req: &SandboxModeRequest) -> Result<SandboxModeResponse, ApiError> {
+        if req.set.is_some() && req.toggle {
+            return Err(ApiError::usage("give a mode to set or toggle, not both"));
+        }
+        let home = rewind_core::rewind_home()?;
+        let setting = self.sandbox_mode_setting()?;
+        let configured = rewind_core::Config::load(&home, None)?.sandbox.mode;
+        let (own, source) = match (&setting, configured) {
+            (Some(s), _) => (
+                s.value.parse::<SandboxMode>().map_err(|e| {
+                    ApiError::new(
+                        crate::ErrorKind::State,
+                        format!(
+                            "the op log holds an unknown sandbox mode {:?}: {e}",
+                            s.value
+                        ),
+                    )
+                })?,
+                "setting",
+            ),
+            (None, Some(m)) => (m, "config"),
+            (None, None) => (SandboxMode::default(), "default"),
+        };
+        let wanted = match (req.set, req.toggle) {
+            (Some(m), _) => Some(m),
+            (None, true) if own == SandboxMode::DangerFullAccess => {
+                Some(SandboxMode::WorkspaceWrite)
+            }
+            (None, true) => Some(SandboxMode::DangerFullAccess),
+            (None, false) => None,
+        };
+        let mut changed = None;
+        let mut own_now = own;
+        if let Some(m) = wanted {
+            if std::env::var_os(SANDBOX_ENV).is_some() {
+                return Err(ApiError::new(
+                    crate::ErrorKind::Sandbox,
+                    "the sandbox mode cannot be changed from inside the sandbox; nothing was \
+                     changed. Change it from a terminal of your own (rewind sandbox mode MODE)",
+                ));
+            }
+            if let Some(e) = req.expect {
+                if e != own {
+                    return Err(ApiError::new(
+                        crate::ErrorKind::State,
+                        format!("the workspace's sandbox mode is {own} now, not {e}: it changed meanwhile; nothing was changed, look again"),
+                    ));
+                }
+            }
+            if m != own {
+                let by = rewind_core::Setter {
+                    session: Some(self.ctx.session().to_string()),
+                    front: req.via.clone().unwrap_or_else(|| "rpc".into()),
+                };
+                let previous = setting.as_ref().map(|s| s.value.clone());
+                let row = self.ws()?.set_setting(
+                    rewind_core::SANDBOX_MODE,
+                    m.as_str(),
+                    previous.as_deref(),
+                    &by,
+                )?;
+                changed = Some(row);
+                own_now = m;
+            }
+        }
+        let effective = self
+            .config_with_settings()?
+            .sandbox
+            .mode
+            .unwrap_or_default();
+        Ok(SandboxModeResponse {
+            mode: effective.to_string(),
+            workspace_mode: own_now.to_string(),
+            source: if changed.is_some() { "setting" } else { source }.to_string(),
+            tightened_by: (effective != own_now).then(|| rewind_core::WORKSPACE_CONFIG.to_string()),
+            changed,
+        })
+    }
+
+    /// The workspace's sandbox policy from config (user `config.toml`, the mode set from a
+    /// front, the workspace's `.rewind.toml`); the workspace root is the one every operation
+    /// uses.
     pub(crate) fn sandbox_policy(&self) -> Result<Policy, ApiError> {
         let ws = self.ctx.root();
         let home = rewind_core::rewind_home()?;
-        let config = rewind_core::Config::load(&home, Some(&ws))?;
+        let config = self.config_with_settings()?;
         let mut p = Policy::new(&ws, &home)?;
         p.apply_config(&config.sandbox)?;
         Ok(p)

@@ -1,4 +1,4 @@
-//! `rewind log`: checkpoints and epochs, newest first.
+//! `rewind log`: checkpoints, epochs and setting changes, newest first.
 
 use rewind_api::{EpochState, LogItem, LogRequest, LogResponse};
 
@@ -114,6 +114,34 @@ fn row(item: &LogItem) -> Row {
                 id: short_id(&c.id),
                 time: local_time(c.created_ns),
                 session: c.session.clone(),
+                kind: "-".into(),
+                paths: "-".into(),
+                detail: detail.join(" "),
+            }
+        }
+        LogItem::Setting { setting: s } => {
+            let mut detail = vec![format!(
+                "{}: {} -> {}",
+                s.key,
+                s.previous.as_deref().unwrap_or("(configured)"),
+                s.value
+            )];
+            let by: Vec<String> = [
+                s.by_user.clone(),
+                s.front.as_ref().map(|f| format!("via {f}")),
+                s.by_pid.map(|p| format!("pid {p}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !by.is_empty() {
+                detail.push(format!("(by {})", by.join(", ")));
+            }
+            Row {
+                what: "setting",
+                id: "-".into(),
+                time: local_time(s.created_ns),
+                session: s.session.clone().unwrap_or_else(|| "-".into()),
                 kind: "-".into(),
                 paths: "-".into(),
                 detail: detail.join(" "),

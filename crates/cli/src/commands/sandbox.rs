@@ -1,11 +1,15 @@
-//! `rewind sandbox check` and `rewind sandbox exec`: layer ④ from the command line.
-//! The policy is the `[sandbox]` config (user `config.toml` + workspace `.rewind.toml`),
-//! overridden by flags. Exit codes: `exec` returns the child's; refusals are 6.
+//! `rewind sandbox check|exec|mode|toggle`: layer ④ from the command line. The policy is the
+//! `[sandbox]` config (user `config.toml`, the mode set with `sandbox mode`/`toggle`, the
+//! workspace's `.rewind.toml`), overridden by flags. Exit codes: `exec` returns the child's;
+//! refusals are 6.
 
 use std::ffi::OsString;
 
 use clap::Subcommand;
-use rewind_api::{SandboxCheckRequest, SandboxExecRequest, SandboxMode as Mode};
+use rewind_api::{
+    SandboxCheckRequest, SandboxExecRequest, SandboxMode as Mode, SandboxModeRequest,
+    SandboxModeResponse,
+};
 
 use crate::{exit, output, Cli};
 
@@ -30,6 +34,31 @@ pub enum Sub {
     ///
     /// Example: rewind sandbox exec --deny-read ~/.aws -- cargo test
     Exec(ExecArgs),
+    /// Show the workspace's sandbox mode, or set it.
+    ///
+    /// The mode set here replaces `[sandbox] mode` of your config.toml for this workspace
+    /// only, and is recorded in the op log (`rewind log` shows who changed it, when, from what
+    /// to what). The workspace's .rewind.toml may still tighten it, never loosen it. Loosening
+    /// asks for confirmation on a terminal (--yes otherwise). Refused from inside the sandbox.
+    ///
+    /// Example: rewind sandbox mode read-only
+    Mode {
+        /// workspace-write, read-only, or danger-full-access (no sandbox at all).
+        #[arg(value_name = "MODE")]
+        mode: Option<Mode>,
+        /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Flip the workspace's mode between workspace-write and danger-full-access.
+    ///
+    /// As `sandbox mode` with the other one; asks for confirmation on a terminal before
+    /// giving commands full access (--yes otherwise).
+    Toggle {
+        /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -55,6 +84,80 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     match &args.command {
         Sub::Check => check(cli),
         Sub::Exec(a) => exec(cli, a),
+        Sub::Mode { mode: None, .. } => show_mode(cli),
+        Sub::Mode { mode: Some(m), yes } => set_mode(cli, Some(*m), *yes),
+        Sub::Toggle { yes } => set_mode(cli, None, *yes),
+    }
+}
+
+fn show_mode(cli: &Cli) -> anyhow::Result<i32> {
+    let doc = super::service(cli)?.sandbox_mode(&SandboxModeRequest::default())?;
+    output::emit(cli.json, &doc, print_mode)?;
+    Ok(exit::OK)
+}
+
+/// Sets `mode`, or toggles (`None`), after asking when the change loosens the sandbox.
+fn set_mode(cli: &Cli, mode: Option<Mode>, yes: bool) -> anyhow::Result<i32> {
+    let svc = super::service(cli)?;
+    let now = svc.sandbox_mode(&SandboxModeRequest::default())?;
+    let from: Mode = now.workspace_mode.parse().map_err(anyhow::Error::msg)?;
+    let to = mode.unwrap_or(if from == Mode::DangerFullAccess {
+        Mode::WorkspaceWrite
+    } else {
+        Mode::DangerFullAccess
+    });
+    if strictness(to) < strictness(from) {
+        let what = if to == Mode::DangerFullAccess {
+            "commands will run with no sandbox at all: they can write anywhere and use the network"
+        } else {
+            "commands will be able to write the workspace"
+        };
+        let question = format!("Sandbox mode {from} -> {to}: {what}. Change it?");
+        let refusal =
+            format!("refusing to loosen the sandbox ({from} -> {to}) without confirmation");
+        if !crate::confirm::confirm(yes, &question, refusal)? {
+            eprintln!("Nothing was changed.");
+            return Ok(exit::ERROR);
+        }
+    }
+    let doc = svc.sandbox_mode(&SandboxModeRequest {
+        set: Some(to),
+        toggle: false,
+        expect: Some(from),
+        via: Some("cli".into()),
+    })?;
+    output::emit(cli.json, &doc, print_mode)?;
+    Ok(exit::OK)
+}
+
+/// How much a mode confines: read-only > workspace-write > danger-full-access.
+fn strictness(m: Mode) -> u8 {
+    match m {
+        Mode::ReadOnly => 2,
+        Mode::WorkspaceWrite => 1,
+        Mode::DangerFullAccess => 0,
+    }
+}
+
+fn print_mode(d: &SandboxModeResponse) {
+    if let Some(c) = &d.changed {
+        println!(
+            "sandbox mode {} -> {}",
+            c.previous.as_deref().unwrap_or("(configured)"),
+            c.value
+        );
+    }
+    let from = match d.source.as_str() {
+        "setting" => "set for this workspace",
+        "config" => "from config.toml",
+        _ => "the default",
+    };
+    match &d.tightened_by {
+        Some(file) => println!(
+            "{} ({} is {from}; {file} tightens it)",
+            d.mode, d.workspace_mode
+        ),
+        None => println!("{} ({from})", d.mode),
     }
 }
 

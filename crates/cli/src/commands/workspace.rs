@@ -1,12 +1,11 @@
 //! `rewind workspace list | move OLD NEW | adopt FROM [DIR] | forget PATH`: the workspaces
 //! registered in the state directory.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use rewind_api::{
-    ApiError, RootState, WorkspaceAdoptRequest, WorkspaceForgetRequest, WorkspaceListRequest,
+    RootState, WorkspaceAdoptRequest, WorkspaceForgetRequest, WorkspaceListRequest,
     WorkspaceMoveRequest,
 };
 
@@ -121,31 +120,21 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                 path: path.clone(),
                 dry_run: true,
             })?;
-            if !yes {
-                let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-                if !interactive {
-                    return Err(ApiError::usage(format!(
-                        "refusing to forget workspace {} ({}, {} of history) without confirmation",
-                        what.id,
-                        what.root,
-                        human_bytes(what.bytes)
-                    ))
-                    .hint("pass --yes to forget it without asking")
-                    .into());
-                }
-                eprint!(
-                    "Forget workspace {} at {}? Its whole history ({}) is deleted. [y/N] ",
-                    what.id,
-                    what.root,
-                    human_bytes(what.bytes)
-                );
-                let _ = std::io::stderr().flush();
-                let mut answer = String::new();
-                std::io::stdin().lock().read_line(&mut answer)?;
-                if !matches!(answer.trim(), "y" | "Y" | "yes") {
-                    eprintln!("Nothing was deleted.");
-                    return Ok(crate::exit::ERROR);
-                }
+            let question = format!(
+                "Forget workspace {} at {}? Its whole history ({}) is deleted.",
+                what.id,
+                what.root,
+                human_bytes(what.bytes)
+            );
+            let refusal = format!(
+                "refusing to forget workspace {} ({}, {} of history) without confirmation",
+                what.id,
+                what.root,
+                human_bytes(what.bytes)
+            );
+            if !crate::confirm::confirm(*yes, &question, refusal)? {
+                eprintln!("Nothing was deleted.");
+                return Ok(crate::exit::ERROR);
             }
             let done = service.workspace_forget(&WorkspaceForgetRequest {
                 path: path.clone(),

@@ -6,6 +6,7 @@ pub(crate) mod fingerprints;
 pub(crate) mod gc;
 pub(crate) mod journal;
 pub mod oplog;
+pub mod settings;
 pub(crate) mod snapshots;
 
 use rusqlite::Connection;
@@ -64,6 +65,8 @@ const MIGRATIONS: &[&str] = &[
     crate::db::oplog::MIGRATION_OPEN_EPOCHS,
     // 5: garbage collection's marks on checkpoints and epochs.
     gc::MIGRATION,
+    // 6: settings changed for one workspace from a front (the sandbox mode), with who and when.
+    settings::MIGRATION,
 ];
 
 /// Brings the engine's tables up to date on `conn` (the store's connection: see

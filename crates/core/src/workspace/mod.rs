@@ -15,6 +15,7 @@ pub mod lock;
 pub(crate) mod orphans;
 pub mod registry;
 pub mod server;
+pub mod settings;
 
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
