@@ -209,7 +209,15 @@ fn claude_codes_bash_runs_sandboxed() {
         let mode = json(&env, "any", &["sandbox", "mode"], 0);
         assert_eq!(mode["mode"], to, "{mode}");
     };
-    toggle("danger-full-access");
+    // ...through the /sandbox command `hook install` put beside the hooks: Claude Code runs it
+    // itself, outside the sandbox (the model neither runs it nor could).
+    let slash = root.join(".claude/commands/sandbox.md");
+    assert!(std::fs::read_to_string(&slash)
+        .unwrap()
+        .contains("sandbox toggle --yes"));
+    prompt(&env, &bin, &json!([[{"text": "ok"}]]), "/sandbox", false);
+    let mode = json(&env, "any", &["sandbox", "mode"], 0);
+    assert_eq!(mode["mode"], "danger-full-access", "{mode}");
     let again = json!([[
         {"tool": "Bash", "input": {"command": format!("echo outside > '{}'", out_file.display())}},
         {"text": "done"}
@@ -237,4 +245,27 @@ fn claude_codes_bash_runs_sandboxed() {
     assert_eq!(modes[0]["value"], "workspace-write");
     assert_eq!(modes[1]["value"], "danger-full-access");
     assert_eq!(modes[0]["front"], "cli");
+
+    // Uninstalling takes the command away with the hooks; a command file of the user's own
+    // under that name is never touched.
+    let o = env
+        .cmd_here(&["hook", "uninstall", "claude-code", "--project"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!slash.exists());
+    std::fs::create_dir_all(slash.parent().unwrap()).unwrap();
+    std::fs::write(&slash, "my own\n").unwrap();
+    let o = env
+        .cmd_here(&["hook", "install", "claude-code", "--project"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(text(&o).contains("left"), "{}", text(&o));
+    env.cmd_here(&["hook", "uninstall", "claude-code", "--project"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&slash).unwrap(), "my own\n");
 }

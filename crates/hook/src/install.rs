@@ -237,3 +237,93 @@ pub fn uninstall(path: &Path) -> Result<String, String> {
     let _ = std::fs::remove_file(&backup);
     Ok(format!("removed Rewind's hooks from {}", path.display()))
 }
+
+/// The first line of the body of every command file Rewind installs: how uninstall (and a
+/// second install) tells Rewind's files from the user's own.
+const COMMAND_MARK: &str = "<!-- installed by `rewind hook install claude-code`; `rewind hook uninstall claude-code` removes it -->";
+
+/// Claude Code's slash commands Rewind installs beside its hooks, as (name, description,
+/// rewind arguments, what the model is told). Each runs `rewind` through the command file's
+/// `!` line, which Claude Code runs itself when the user types the command: not a Bash tool
+/// call, so no hook rewrites it into the sandbox (checked with Claude Code 2.1.332), and
+/// `disable-model-invocation` keeps the model from running it.
+const COMMANDS: &[(&str, &str, &str, &str)] = &[(
+    "sandbox",
+    "Rewind: toggle the sandbox of Bash calls between workspace-write and full access",
+    "sandbox toggle --yes",
+    "The user switched Rewind's sandbox with /sandbox; the output above says the mode now. \
+     Tell them in one sentence. Do not run anything.",
+)];
+
+/// The directory of Claude Code's command files beside the settings file at `settings`
+/// (`.claude/commands` of the project, or `~/.claude/commands`).
+fn commands_dir(settings: &Path) -> PathBuf {
+    settings.parent().unwrap_or(Path::new(".")).join("commands")
+}
+
+/// `exe` as Claude Code should see it on a `!` line and in `allowed-tools`: as it is when it
+/// holds only safe characters, else single-quoted.
+fn shell_word(exe: &str) -> String {
+    if exe
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
+    {
+        exe.to_string()
+    } else {
+        format!("'{}'", exe.replace('\'', "'\\''"))
+    }
+}
+
+/// Writes Rewind's slash commands (`/sandbox`) beside the Claude Code settings file at
+/// `settings`, running the rewind binary `exe`. A command file of the same name that is not
+/// Rewind's is left alone (said in the result). Returns what was done, for a person.
+pub fn install_commands(settings: &Path, exe: &str) -> Result<Vec<String>, String> {
+    let dir = commands_dir(settings);
+    let exe = shell_word(exe);
+    let mut said = Vec::new();
+    for (name, description, args, tell) in COMMANDS {
+        let path = dir.join(format!("{name}.md"));
+        if let Ok(old) = std::fs::read_to_string(&path) {
+            if !old.contains(COMMAND_MARK) {
+                said.push(format!(
+                    "left {} alone: it is not Rewind's (run `rewind {args}` instead)",
+                    path.display()
+                ));
+                continue;
+            }
+        }
+        let text = format!(
+            "---\ndescription: {description}\ndisable-model-invocation: true\n\
+             allowed-tools: Bash({exe} {args})\n---\n{COMMAND_MARK}\n!`{exe} {args}`\n\n{tell}\n"
+        );
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        said.push(format!(
+            "installed the /{name} command in {}",
+            path.display()
+        ));
+    }
+    Ok(said)
+}
+
+/// Removes the slash commands [`install_commands`] wrote beside `settings` (only files that
+/// are Rewind's), and the `commands` directory if that leaves it empty.
+pub fn uninstall_commands(settings: &Path) -> Result<Vec<String>, String> {
+    let dir = commands_dir(settings);
+    let mut said = Vec::new();
+    for (name, ..) in COMMANDS {
+        let path = dir.join(format!("{name}.md"));
+        match std::fs::read_to_string(&path) {
+            Ok(text) if text.contains(COMMAND_MARK) => {
+                std::fs::remove_file(&path)
+                    .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                said.push(format!("removed the /{name} command ({})", path.display()));
+            }
+            _ => {}
+        }
+    }
+    // Only when empty: remove_dir fails on a directory with the user's own commands.
+    let _ = std::fs::remove_dir(&dir);
+    Ok(said)
+}

@@ -93,15 +93,31 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             let exe = exe.to_string_lossy().replace('\'', "'\\''");
             let d = a.dialect();
             let command = format!("'{exe}' hook {}", rewind_hook::install::word(d));
-            let said = rewind_hook::install::install(d, &a.path(cli)?, &command)
-                .map_err(anyhow::Error::msg)?;
+            let path = a.path(cli)?;
+            let said =
+                rewind_hook::install::install(d, &path, &command).map_err(anyhow::Error::msg)?;
             println!("{said}");
+            if d == rewind_hook::Dialect::ClaudeCode {
+                let exe = std::env::current_exe()?;
+                for line in rewind_hook::install::install_commands(&path, &exe.to_string_lossy())
+                    .map_err(anyhow::Error::msg)?
+                {
+                    println!("{line}");
+                }
+            }
             return Ok(0);
         }
         Agent::Uninstall(a) => {
-            let said =
-                rewind_hook::install::uninstall(&a.path(cli)?).map_err(anyhow::Error::msg)?;
+            let path = a.path(cli)?;
+            let said = rewind_hook::install::uninstall(&path).map_err(anyhow::Error::msg)?;
             println!("{said}");
+            if a.dialect() == rewind_hook::Dialect::ClaudeCode {
+                for line in
+                    rewind_hook::install::uninstall_commands(&path).map_err(anyhow::Error::msg)?
+                {
+                    println!("{line}");
+                }
+            }
             return Ok(0);
         }
     };
