@@ -101,16 +101,22 @@ fn python_sdk_discover_era() {
 }
 
 /// A server on pipes, speaking raw lines.
-struct Raw {
+/// A client speaking raw JSON lines to `rewind mcp` (other test modules use it too).
+pub(crate) struct Raw {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: BufReader<ChildStdout>,
 }
 
 impl Raw {
-    fn start(env: &Env, session: &str) -> Raw {
-        let mut child = env
-            .cmd(&["-s", session, "mcp"])
+    /// `rewind -s SESSION mcp` in `env`'s workspace, initialized.
+    pub(crate) fn start(env: &Env, session: &str) -> Raw {
+        Raw::start_cmd(env.cmd(&["-s", session, "mcp"]))
+    }
+
+    /// The server `cmd` starts, initialized.
+    pub(crate) fn start_cmd(mut cmd: std::process::Command) -> Raw {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -140,11 +146,11 @@ impl Raw {
         w.flush().unwrap();
     }
 
-    fn send(&mut self, v: &Value) {
+    pub(crate) fn send(&mut self, v: &Value) {
         self.line(v.to_string().as_bytes());
     }
 
-    fn recv(&mut self) -> Value {
+    pub(crate) fn recv(&mut self) -> Value {
         let mut line = String::new();
         assert!(
             self.lines.read_line(&mut line).unwrap() > 0,
@@ -153,13 +159,13 @@ impl Raw {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
     }
 
-    fn call(&mut self, id: u64, name: &str, args: Value) {
+    pub(crate) fn call(&mut self, id: u64, name: &str, args: Value) {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": name, "arguments": args}}));
     }
 
     /// Closes standard input and waits (bounded) for the server to exit; its exit status.
-    fn finish(mut self) -> std::process::ExitStatus {
+    pub(crate) fn finish(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -361,27 +367,9 @@ fn print_config_for_each_client() {
 fn a_sandbox_that_cannot_run_is_an_is_error_result() {
     let env = Env::new();
     let empty = tempfile::tempdir().unwrap();
-    let mut child = env
-        .cmd(&["-s", "nobwrap", "mcp", "--sandbox", "workspace-write"])
-        .env("PATH", empty.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take();
-    let lines = BufReader::new(child.stdout.take().unwrap());
-    let mut s = Raw {
-        child,
-        stdin,
-        lines,
-    };
-    s.send(
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}}),
-    );
-    assert!(s.recv()["result"].is_object());
+    let mut cmd = env.cmd(&["-s", "nobwrap", "mcp", "--sandbox", "workspace-write"]);
+    cmd.env("PATH", empty.path());
+    let mut s = Raw::start_cmd(cmd);
     s.call(1, "run", json!({"command": "echo ran > ran.txt"}));
     let r = s.recv();
     let r = &r["result"];

@@ -3,13 +3,13 @@
 //! `.rewind.toml`, never changed from inside the sandbox, and asked about before it loosens;
 //! MCP's `run` follows it and may only ask for stricter.
 
-use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 use crate::common::rewind::*;
 use crate::common::{require_bwrap, text, Env};
+use crate::mcp::Raw;
 
 fn mode(env: &Env) -> Value {
     json(env, "s", &["sandbox", "mode"], 0)
@@ -183,60 +183,10 @@ fn the_mode_cannot_be_changed_from_inside_the_sandbox() {
     assert_eq!(m["source"], "default", "unchanged: {m}");
 }
 
-/// A raw MCP client over the server's standard input and output.
-struct Mcp {
-    child: std::process::Child,
-    lines: BufReader<std::process::ChildStdout>,
-}
-
-impl Mcp {
-    fn start(env: &Env) -> Mcp {
-        let mut child = env
-            .cmd(&["-s", "m", "mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap());
-        let mut m = Mcp { child, lines };
-        m.send(
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-        );
-        assert!(m.recv()["result"].is_object());
-        m.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        m
-    }
-
-    fn send(&mut self, v: Value) {
-        let w = self.child.stdin.as_mut().unwrap();
-        writeln!(w, "{v}").unwrap();
-        w.flush().unwrap();
-    }
-
-    fn recv(&mut self) -> Value {
-        let mut line = String::new();
-        assert!(
-            self.lines.read_line(&mut line).unwrap() > 0,
-            "server closed"
-        );
-        serde_json::from_str(&line).unwrap()
-    }
-
-    fn run(&mut self, id: u64, args: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "run", "arguments": args}}));
-        self.recv()["result"].clone()
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
+/// One `run` call; its result.
+fn run(m: &mut Raw, id: u64, args: Value) -> Value {
+    m.call(id, "run", args);
+    m.recv()["result"].clone()
 }
 
 #[test]
@@ -244,12 +194,13 @@ fn mcp_run_follows_the_workspace_mode_and_a_call_may_only_ask_for_stricter() {
     require_bwrap();
     let env = Env::new();
     expect(&env, "s", &["init"], 0);
-    let mut m = Mcp::start(&env);
-    let r = m.run(1, json!({"command": "echo a > a.txt"}));
+    let mut m = Raw::start(&env, "m");
+    let r = run(&mut m, 1, json!({"command": "echo a > a.txt"}));
     assert_eq!(r["structuredContent"]["sandbox"], "workspace-write", "{r}");
     assert!(env.root().join("a.txt").exists());
     // Stricter for one call: read-only, the write fails.
-    let r = m.run(
+    let r = run(
+        &mut m,
         2,
         json!({"command": "echo b > b.txt", "sandbox": "read-only"}),
     );
@@ -257,7 +208,8 @@ fn mcp_run_follows_the_workspace_mode_and_a_call_may_only_ask_for_stricter() {
     assert_ne!(r["structuredContent"]["exit_code"], 0, "{r}");
     assert!(!env.root().join("b.txt").exists());
     // Looser: refused, nothing run.
-    let r = m.run(
+    let r = run(
+        &mut m,
         3,
         json!({"command": "echo c > c.txt", "sandbox": "danger-full-access"}),
     );
@@ -267,10 +219,11 @@ fn mcp_run_follows_the_workspace_mode_and_a_call_may_only_ask_for_stricter() {
     // The user tightens the workspace: the next call runs read-only, and may not ask for
     // workspace-write.
     json(&env, "s", &["sandbox", "mode", "read-only"], 0);
-    let r = m.run(4, json!({"command": "echo d > d.txt"}));
+    let r = run(&mut m, 4, json!({"command": "echo d > d.txt"}));
     assert_eq!(r["structuredContent"]["sandbox"], "read-only", "{r}");
     assert!(!env.root().join("d.txt").exists());
-    let r = m.run(
+    let r = run(
+        &mut m,
         5,
         json!({"command": "echo e > e.txt", "sandbox": "workspace-write"}),
     );
@@ -283,7 +236,8 @@ fn mcp_run_follows_the_workspace_mode_and_a_call_may_only_ask_for_stricter() {
         &["sandbox", "mode", "danger-full-access", "--yes"],
         0,
     );
-    let r = m.run(6, json!({"command": "echo f > f.txt"}));
+    let r = run(&mut m, 6, json!({"command": "echo f > f.txt"}));
     assert_eq!(r["structuredContent"]["sandbox"], "none", "{r}");
     assert!(env.root().join("f.txt").exists(), "{r}");
+    assert!(m.finish().success());
 }
