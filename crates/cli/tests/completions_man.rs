@@ -46,7 +46,14 @@ const NESTED: &[(&str, &[&str])] = &[
     ("workspace", &["list", "move", "adopt", "forget"]),
     (
         "hook",
-        &["claude-code", "codex", "gemini", "install", "uninstall"],
+        &[
+            "claude-code",
+            "codex",
+            "gemini",
+            "install",
+            "uninstall",
+            "command",
+        ],
     ),
 ];
 

@@ -590,7 +590,8 @@ fn bash_calls_are_rewritten_to_run_sandboxed() {
     write(root, "a.txt", b"a\n");
     let f = env.home.path().join("claude-env");
     let cwd = json!(root.to_str().unwrap());
-    let outside = tempfile::tempdir().unwrap();
+    // Not under /tmp: the sandbox's private /tmp would lose the write instead of blocking it.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let out_file = outside.path().join("out.txt");
     let cmd = format!("echo in > in.txt; echo out > '{}'", out_file.display());
     let call = json!({"cwd": cwd, "tool_name": "Bash", "tool_use_id": "toolu_S",
@@ -664,4 +665,98 @@ fn bash_calls_are_rewritten_to_run_sandboxed() {
     assert!(o.stdout.is_empty(), "not rewritten: {}", text(&o));
     let open = json(&env, "S1", &["status"], 0)["open_epochs"].clone();
     assert_eq!(open[0]["tool_call"], "toolu_F", "{open}");
+}
+
+/// What `/rewind` runs (`rewind hook command rewind`), after two prompts that each wrote a file
+/// through Bash: the list (numbered, newest first, no checkpoint for the `/rewind` prompts
+/// themselves), a preview that writes nothing, the rewind, and its undo.
+#[test]
+fn the_rewind_command_lists_previews_rewinds_and_undoes() {
+    let env = Env::new();
+    full_access(&env);
+    let root = env.root();
+    let f = env.home.path().join("claude-env");
+    let cwd = json!(root.to_str().unwrap());
+    hook(&env, &event("SessionStart", json!({"cwd": cwd})), &f);
+    for (i, (prompt, file)) in [("write one", "one.txt"), ("write two", "two.txt")]
+        .iter()
+        .enumerate()
+    {
+        let p = json!({"cwd": cwd, "prompt_id": format!("p{i}"), "prompt": prompt});
+        hook(&env, &event("UserPromptSubmit", p), &f);
+        let call = json!({"cwd": cwd, "tool_name": "Bash", "tool_use_id": format!("toolu_{i}"),
+            "tool_input": {"command": format!("echo {i} > {file}")}});
+        hook(&env, &event("PreToolUse", call.clone()), &f);
+        run_tool(root, &call);
+        hook(&env, &event("PostToolUse", call), &f);
+    }
+    let slash = |args: &[&str]| {
+        let p =
+            json!({"cwd": cwd, "prompt_id": "px", "prompt": format!("/rewind {}", args.join(" "))});
+        hook(&env, &event("UserPromptSubmit", p), &f);
+        let mut all = vec!["hook", "command", "rewind"];
+        all.extend_from_slice(args);
+        let o = env
+            .cmd_here(&all)
+            .current_dir(root)
+            .env("REWIND_SESSION", "S1")
+            .output()
+            .unwrap();
+        (o.status.code(), text(&o))
+    };
+    let (code, list) = slash(&[]);
+    assert_eq!(code, Some(0), "{list}");
+    let lines: Vec<&str> = list
+        .lines()
+        .filter(|l| l.trim_start().starts_with(char::is_numeric))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "two checkpoints, none for /rewind itself: {list}"
+    );
+    assert!(
+        lines[0].contains("write two") && lines[0].trim_start().starts_with('1'),
+        "{list}"
+    );
+    assert!(
+        lines[1].contains("write one") && lines[1].trim_start().starts_with('2'),
+        "{list}"
+    );
+
+    let (code, preview) = slash(&["2"]);
+    assert_eq!(code, Some(0), "{preview}");
+    assert!(
+        preview.contains("one.txt") && preview.contains("two.txt"),
+        "{preview}"
+    );
+    assert!(preview.contains("/rewind 2 yes"), "{preview}");
+    assert!(
+        root.join("one.txt").exists() && root.join("two.txt").exists(),
+        "a preview writes nothing"
+    );
+
+    let (code, done) = slash(&["1", "yes"]);
+    assert_eq!(code, Some(0), "{done}");
+    assert!(root.join("one.txt").exists(), "{done}");
+    assert!(
+        !root.join("two.txt").exists(),
+        "rewound to before the second prompt: {done}"
+    );
+    let (code, undone) = slash(&["undo"]);
+    assert_eq!(code, Some(0), "{undone}");
+    assert_eq!(read_str(root, "two.txt"), "1\n", "undo brings it back");
+
+    let (code, bad) = slash(&["11"]);
+    assert_eq!(code, Some(2), "{bad}");
+    assert!(bad.contains("usage: /rewind"), "{bad}");
+    let (code, none) = slash(&["2", "now"]);
+    assert_eq!(code, Some(2), "{none}");
+    let n = json(&env, "S1", &["log"], 0)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "checkpoint")
+        .count();
+    assert_eq!(n, 2, "the /rewind prompts made no checkpoints");
 }

@@ -269,3 +269,45 @@ fn claude_codes_bash_runs_sandboxed() {
         .unwrap();
     assert_eq!(std::fs::read_to_string(&slash).unwrap(), "my own\n");
 }
+
+/// `/rewind` in the real Claude Code CLI: two prompts write a file each through Bash; then, in
+/// the same conversation, `/rewind 1` previews (nothing written), `/rewind 1 yes` rewinds the
+/// files to before the second prompt, `/rewind undo` brings them back. Claude Code runs the
+/// command's line itself; the model only answers.
+#[test]
+fn claude_codes_rewind_command() {
+    let Some(bin) = claude() else {
+        eprintln!("skipped: REWIND_CLAUDE_BIN is not set (scripts/test installs Claude Code)");
+        return;
+    };
+    crate::common::require_bwrap();
+    let env = Env::new();
+    let root = env.root();
+    let o = env
+        .cmd_here(&["hook", "install", "claude-code", "--project"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(root.join(".claude/commands/rewind.md").exists());
+    // One turn per prompt of the conversation: the fake model answers turn N with script[N].
+    let ok = json!({"text": "ok"});
+    let script = json!([
+        [{"tool": "Bash", "input": {"command": "echo one > one.txt"}}, ok],
+        [{"tool": "Bash", "input": {"command": "echo two > two.txt"}}, ok],
+        [ok], [ok], [ok], [ok]
+    ]);
+    prompt(&env, &bin, &script, "write one", false);
+    prompt(&env, &bin, &script, "write two", true);
+    prompt(&env, &bin, &script, "/rewind", true);
+    prompt(&env, &bin, &script, "/rewind 1", true);
+    assert!(root.join("two.txt").exists(), "a preview writes nothing");
+    prompt(&env, &bin, &script, "/rewind 1 yes", true);
+    assert_eq!(read_str(root, "one.txt"), "one\n");
+    assert!(
+        !root.join("two.txt").exists(),
+        "rewound to before the second prompt"
+    );
+    prompt(&env, &bin, &script, "/rewind undo", true);
+    assert_eq!(read_str(root, "two.txt"), "two\n", "undone");
+}

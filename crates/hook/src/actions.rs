@@ -138,6 +138,11 @@ fn session_start(svc: &Service, session: &str) -> Result<Outcome, ApiError> {
 
 fn prompt(svc: &Service, id: Option<String>, text: Option<String>) -> Result<Outcome, ApiError> {
     settle_all(svc)?;
+    if text.as_deref().is_some_and(crate::slash::is_own_command) {
+        // `/rewind` and `/sandbox` act on the session; a checkpoint for them would only shift
+        // the numbers `/rewind` shows.
+        return Ok(Outcome::default());
+    }
     let message = match id {
         Some(id) => id,
         None => {

@@ -243,17 +243,27 @@ pub fn uninstall(path: &Path) -> Result<String, String> {
 const COMMAND_MARK: &str = "<!-- installed by `rewind hook install claude-code`; `rewind hook uninstall claude-code` removes it -->";
 
 /// Claude Code's slash commands Rewind installs beside its hooks, as (name, description,
-/// rewind arguments, what the model is told). Each runs `rewind` through the command file's
+/// rewind arguments (`$ARGUMENTS`: what the user typed after the command), what the model is
+/// told). Each runs `rewind` through the command file's
 /// `!` line, which Claude Code runs itself when the user types the command: not a Bash tool
 /// call, so no hook rewrites it into the sandbox (checked with Claude Code 2.1.332), and
 /// `disable-model-invocation` keeps the model from running it.
-const COMMANDS: &[(&str, &str, &str, &str)] = &[(
-    "sandbox",
-    "Rewind: toggle the sandbox of Bash calls between workspace-write and full access",
-    "sandbox toggle --yes",
-    "The user switched Rewind's sandbox with /sandbox; the output above says the mode now. \
-     Tell them in one sentence. Do not run anything.",
-)];
+const COMMANDS: &[(&str, &str, &str, &str)] = &[
+    (
+        "rewind",
+        "Rewind: list this session's checkpoints; /rewind N previews rewinding the files to N, /rewind N yes does it, /rewind undo",
+        "hook command rewind $ARGUMENTS",
+        "The user ran Rewind's /rewind; show them the output above as it is, without running \
+         anything or changing files yourself.",
+    ),
+    (
+        "sandbox",
+        "Rewind: toggle the sandbox of Bash calls between workspace-write and full access",
+        "sandbox toggle --yes",
+        "The user switched Rewind's sandbox with /sandbox; the output above says the mode now. \
+         Tell them in one sentence. Do not run anything.",
+    ),
+];
 
 /// The directory of Claude Code's command files beside the settings file at `settings`
 /// (`.claude/commands` of the project, or `~/.claude/commands`).
@@ -292,9 +302,14 @@ pub fn install_commands(settings: &Path, exe: &str) -> Result<Vec<String>, Strin
                 continue;
             }
         }
+        // What the command may run: exactly its line, or any arguments after its prefix.
+        let allowed = match args.strip_suffix(" $ARGUMENTS") {
+            Some(prefix) => format!("Bash({exe} {prefix}:*)"),
+            None => format!("Bash({exe} {args})"),
+        };
         let text = format!(
             "---\ndescription: {description}\ndisable-model-invocation: true\n\
-             allowed-tools: Bash({exe} {args})\n---\n{COMMAND_MARK}\n!`{exe} {args}`\n\n{tell}\n"
+             allowed-tools: {allowed}\n---\n{COMMAND_MARK}\n!`{exe} {args}`\n\n{tell}\n"
         );
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;

@@ -30,6 +30,7 @@
 mod actions;
 mod event;
 pub mod install;
+pub mod slash;
 
 pub use actions::{run, Outcome};
 pub use event::Dialect;

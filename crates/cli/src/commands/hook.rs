@@ -36,6 +36,18 @@ pub enum Agent {
     Install(InstallArgs),
     /// Take Rewind's hooks out of the agent's settings again.
     Uninstall(InstallArgs),
+    /// What Claude Code's /rewind command runs, for the session of REWIND_SESSION: no
+    /// argument lists the last 10 checkpoints; N previews rewinding the files to checkpoint N;
+    /// N yes does it; undo takes it back.
+    #[command(name = "command")]
+    SlashCommand {
+        /// The command: rewind.
+        #[arg(value_parser = ["rewind"])]
+        name: String,
+        /// Its arguments, as the user typed them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -105,6 +117,11 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                     println!("{line}");
                 }
             }
+            return Ok(0);
+        }
+        Agent::SlashCommand { args, .. } => {
+            let text = rewind_hook::slash::rewind(&super::service(cli)?, args)?;
+            print!("{text}");
             return Ok(0);
         }
         Agent::Uninstall(a) => {
