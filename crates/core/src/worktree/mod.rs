@@ -398,8 +398,11 @@ impl Workspace {
             if same_dir {
                 std::fs::remove_dir_all(&root).map_err(Error::io("removing", &root))?;
             }
+            // `forget` takes the lock itself.
+            drop(_lock);
+            drop(wt);
         }
-        forget(self.home(), &ws_dir(self.home(), &w.record.id), false)?;
+        forget(self.home(), Path::new(&w.record.id), false)?;
         Ok(DiscardedWorktree {
             name: name.to_string(),
             id: w.record.id.clone(),
