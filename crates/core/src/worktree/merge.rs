@@ -178,7 +178,7 @@ impl Workspace {
                     out.verified_elsewhere.push(s.path.clone());
                 }
             }
-        } else if !(out.conflicts.len() > 0 && !opts.force) {
+        } else if out.conflicts.is_empty() || opts.force {
             let writer = self.store().writer()?;
             for s in &incoming {
                 let a = s.after.expect("filtered");
