@@ -16,6 +16,7 @@ pub(crate) use reads::{
     refuse_collected, refuse_collected_checkpoint, refuse_collected_epoch, target_tree,
 };
 
+pub(crate) use apply::Provenance;
 pub use apply::Recovered;
 pub use merge::Merged;
 
@@ -148,14 +149,6 @@ pub struct RewindOutcome {
     /// Paths whose new content the caller has read and verified from another store (a
     /// worktree's, in a dry run of its merge): not looked for in this workspace's store.
     pub(crate) verified_elsewhere: Vec<Vec<u8>>,
-}
-
-/// What a restore epoch records as its origin: the tool and the note `log` shows.
-pub(crate) struct Provenance {
-    /// `restore`, or `worktree-merge`.
-    pub tool: &'static str,
-    /// For example `restore to <id>` or `merge of worktree <name> (<path>)`.
-    pub note: String,
 }
 
 impl Workspace {

@@ -240,7 +240,7 @@ impl Workspace {
         }
         // Worktrees (`$REWIND_HOME/worktrees/…`) are the one kind of workspace that may live
         // there: that directory holds no state.
-        if root.starts_with(&home) && !root.starts_with(home.join(crate::worktree::WORKTREES_DIR)) {
+        if root.starts_with(&home) && !root.starts_with(home.join(home::WORKTREES_DIR)) {
             return Err(Error::Workspace(format!(
                 "{} is inside the state directory {}: Rewind never records or restores its own \
                  state; use a workspace outside it (or set REWIND_HOME elsewhere)",

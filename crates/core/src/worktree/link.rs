@@ -20,9 +20,7 @@ use crate::Error;
 /// The record's file name in the worktree's state directory.
 pub(crate) const LINK_FILE: &str = "worktree.json";
 
-/// Where worktrees go by default: `$REWIND_HOME/worktrees/<parent id>/<name>`. The only place
-/// inside the state directory a workspace may be registered (it holds no state of its own).
-pub const WORKTREES_DIR: &str = "worktrees";
+pub use crate::workspace::home::WORKTREES_DIR;
 
 /// A worktree's link to its parent, as recorded in `worktree.json`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
