@@ -11,7 +11,7 @@
 # merge writes exactly those 20 files (nothing else in the tree gets a newer mtime). It says
 # whether the file system gave reflinks.
 #
-# usage: crates/bench/scripts/worktree.sh [REWIND_BINARY] [DIRS]   (DIRS x 100 files; 1000)
+# usage: [RUNS=N] crates/bench/scripts/worktree.sh [REWIND_BINARY] [DIRS]   (DIRS x 100 files; 1000)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -39,7 +39,7 @@ d = json.load(open(sys.argv[1]))
 print(f"worktree create: {d['files']} files, reflinks: {d['reflinks']} ({d['reflinked']} cloned)")
 PY
 "$rw" -C "$src" worktree discard probe > /dev/null
-hyperfine --warmup 1 --runs 5 --export-markdown "$work/create.md" \
+hyperfine --warmup 1 --runs "${RUNS:-5}" --export-markdown "$work/create.md" \
     --prepare "$rw -C $src worktree discard bench --force >/dev/null 2>&1 || true; sync" \
     -n "rewind worktree create" "$rw -C $src worktree create bench" \
     --prepare "git -C $src worktree remove --force $work/gwt >/dev/null 2>&1 || true; rm -rf $work/gwt; git -C $src worktree prune; sync" \
@@ -70,7 +70,7 @@ written=$(find "$src" -path "$src/.git" -prune -o -newer "$work/marker" -type f 
 [ "$written" = 20 ] || { echo "the merge wrote $written files, not 20" >&2; exit 1; }
 echo "worktree merge: plan of 20 paths, 20 files written, nothing else touched"
 # Each timed merge starts from the merge before it undone (the first: the checked one).
-hyperfine --warmup 1 --runs 10 --export-markdown "$work/merge.md" \
+hyperfine --warmup 1 --runs "${RUNS:-10}" --export-markdown "$work/merge.md" \
     --prepare "$rw -C $src -s bench undo >/dev/null 2>&1 || true" \
     -n "rewind worktree merge" "$rw -C $src -s bench worktree merge m" \
     --prepare "git -C $src reset -q --hard $pre" \
