@@ -27,6 +27,7 @@ pub use ops::record::*;
 pub use ops::rewind::*;
 pub use ops::sandbox::*;
 pub use ops::workspace::*;
+pub use ops::worktree::*;
 pub use ops::{Operation, OPERATIONS};
 /// What resolves an error, as an operation: each front words it in its own syntax.
 pub use rewind_core::Remedy;
@@ -44,7 +45,6 @@ pub use rewind_core::trace;
 pub use rewind_core::LiveWatch;
 /// Live counters of a whole-tree capture, for a progress display.
 pub use rewind_core::Progress;
-/// The state directory's workspaces: listing, moving, forgetting, re-linking.
 pub use rewind_core::{Adopted, Forgotten, OrphanState, Registered, Relinked, RootState};
 /// Types the documents carry, for fronts that render them.
 pub use rewind_core::{
@@ -55,6 +55,8 @@ pub use rewind_core::{
 pub use rewind_core::{CollectedCheckpoint, GcReport, Orphan};
 /// The configuration, and what the hook adapters' guard does.
 pub use rewind_core::{Config, HookGuard};
+/// The state directory's workspaces: listing, moving, forgetting, re-linking.
+pub use rewind_core::{CreatedWorktree, DiscardedWorktree, WorktreeInfo};
 /// Where a workspace's server runs (`status`), and the files that say so.
 pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK};
 /// How much a sandboxed command may do.

@@ -56,6 +56,7 @@ pub enum Command {
     Init(commands::init::Args),
     Status(commands::status::Args),
     Workspace(commands::workspace::Args),
+    Worktree(commands::worktree::Args),
     Fsck(commands::fsck::Args),
     Exec(commands::exec::Args),
     Epoch(commands::epoch::Args),

@@ -15,6 +15,7 @@ const COMMANDS: &[&str] = &[
     "init",
     "status",
     "workspace",
+    "worktree",
     "fsck",
     "exec",
     "epoch",
@@ -44,6 +45,7 @@ const NESTED: &[(&str, &[&str])] = &[
     ("epoch", &["begin", "end", "abort"]),
     ("sandbox", &["check", "exec", "mode", "toggle"]),
     ("workspace", &["list", "move", "adopt", "forget"]),
+    ("worktree", &["create", "list", "path", "merge", "discard"]),
     (
         "hook",
         &[

@@ -25,6 +25,7 @@
 //! | `history`   | the log as a front shows it                                             |
 //! | `diff`      | the structured diff (files, hunks, tagged lines) every front renders    |
 //! | `guard`     | the guarded tools: read, check, write, edit, apply-patch                |
+//! | `worktree`  | worktrees: isolated copies linked to their parent, merged back or discarded |
 //! | `gc`        | retention: the policy, the mark, the sweep, pins                        |
 
 mod base;
@@ -43,6 +44,7 @@ pub mod restore;
 mod rewind;
 mod text;
 mod workspace;
+pub mod worktree;
 
 pub use base::{failpoint, trace};
 pub use fs::relpath;
@@ -81,3 +83,7 @@ pub use workspace::registry::{
 pub use workspace::server::{ServerInfo, SERVER_INFO, SERVER_LOCK};
 pub use workspace::settings::Setter;
 pub use workspace::{OpenOptions, Status, Workspace};
+pub use worktree::{
+    sessions_in_worktrees, CreatedWorktree, DiscardedWorktree, WorktreeCreateOptions, WorktreeInfo,
+    WorktreeMergeOptions, WorktreeMerged,
+};

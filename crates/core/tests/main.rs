@@ -17,6 +17,7 @@ mod moved;
 mod restore;
 mod roundtrip;
 mod unchanged_tree;
+mod worktree;
 
 #[test]
 fn every_test_file_is_a_module() {

@@ -40,6 +40,10 @@ pub struct AgentRequest {
     pub network: Option<bool>,
 }
 
+/// Where Rewind keeps worktrees inside its state directory (`$REWIND_HOME/worktrees`): the
+/// one place in it a workspace may be.
+pub const WORKTREES_DIR: &str = "worktrees";
+
 impl Policy {
     /// The default policy (`workspace-write`, network off) for `workspace`, with Rewind's state
     /// in `state_dir` and the user's home from `$HOME`.
@@ -204,7 +208,11 @@ impl Policy {
                 ),
             ));
         }
-        if is_within(p, &self.state_dir) {
+        // A worktree under the state directory's `worktrees/` is a workspace like any other:
+        // that directory holds copies of workspaces, none of Rewind's state.
+        if is_within(p, &self.state_dir)
+            && !(key == "workspace" && is_within(p, &self.state_dir.join(WORKTREES_DIR)))
+        {
             return Err(Error::setting(
                 key,
                 p,

@@ -7,6 +7,7 @@ pub mod record;
 pub mod rewind;
 pub mod sandbox;
 pub mod workspace;
+pub mod worktree;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
@@ -55,6 +56,16 @@ operations! {
         "Register a directory (a copy) as a new workspace starting from another's history.";
     "workspace.forget" => workspace::WorkspaceForgetRequest, workspace::WorkspaceForgetResponse,
         "Delete a workspace's history; its files are not touched.";
+    "worktree.create" => worktree::WorktreeCreateRequest, worktree::WorktreeCreateResponse,
+        "Make a worktree: an isolated copy of the workspace (or of a checkpoint's tree), registered and linked to it.";
+    "worktree.list" => worktree::WorktreeListRequest, worktree::WorktreeListResponse,
+        "The workspace's worktrees: name, path, base, and the paths each side changed since the base.";
+    "worktree.path" => worktree::WorktreePathRequest, worktree::WorktreePathResponse,
+        "The directory of a worktree.";
+    "worktree.merge" => worktree::WorktreeMergeRequest, worktree::WorktreeMergeResponse,
+        "Merge a worktree's changes into the workspace three-way, as one undoable epoch; conflicts refuse it.";
+    "worktree.discard" => worktree::WorktreeDiscardRequest, worktree::WorktreeDiscardResponse,
+        "Remove a worktree's directory and history; refused with unmerged changes unless forced.";
     "gc" => workspace::GcRequest, workspace::GcResponse,
         "Drop old history under the retention policy, sweep and repack the store, reclaim orphaned workspaces.";
     "pin" => workspace::PinRequest, workspace::PinResponse,

@@ -103,7 +103,7 @@ pub struct MergedFile {
 pub type UndoResponse = RestoreResponse;
 
 impl RestoreResponse {
-    fn new(out: RewindOutcome, opts: &RewindOptions) -> RestoreResponse {
+    pub(crate) fn new(out: RewindOutcome, opts: &RewindOptions) -> RestoreResponse {
         RestoreResponse {
             dry_run: opts.dry_run,
             applied: out.applied,

@@ -24,6 +24,7 @@ pub mod serve;
 pub mod show;
 pub mod status;
 pub mod workspace;
+pub mod worktree;
 pub mod write;
 
 use std::path::{Path, PathBuf};
@@ -39,6 +40,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Init(args) => init::run(cli, args),
         Command::Status(args) => status::run(cli, args),
         Command::Workspace(args) => workspace::run(cli, args),
+        Command::Worktree(args) => worktree::run(cli, args),
         Command::Fsck(args) => fsck::run(cli, args),
         Command::Exec(args) => exec::run(cli, args),
         Command::Epoch(args) => epoch::run(cli, args),

@@ -138,6 +138,51 @@ pub(crate) fn copy_into(src: &Connection, dst: &std::path::Path) -> Result<(), E
     Ok(())
 }
 
+/// Copies the object index of the store whose database is `src` into `db`'s (a worktree's
+/// store starts with its parent's objects; the caller links the pack files): pack rows by name,
+/// object rows pointed at the new pack ids, inline objects. Rows already there stay.
+pub(crate) fn copy_store_index(db: &Connection, src: &std::path::Path) -> Result<(), Error> {
+    let src = src
+        .to_str()
+        .ok_or_else(|| Error::Workspace(format!("{} is not UTF-8", src.display())))?;
+    db.execute("ATTACH DATABASE ?1 AS parent", [src])?;
+    let copied = (|| -> Result<(), Error> {
+        db.execute_batch(
+            "BEGIN IMMEDIATE;
+             INSERT OR IGNORE INTO main.store_packs (name, size, objects, created_at)
+                 SELECT name, size, objects, created_at FROM parent.store_packs;
+             INSERT OR IGNORE INTO main.store_objects
+                 (id, pack, kind, compression, offset, stored_len, raw_len)
+                 SELECT o.id, m.id, o.kind, o.compression, o.offset, o.stored_len, o.raw_len
+                 FROM parent.store_objects o
+                 JOIN parent.store_packs p ON p.id = o.pack
+                 JOIN main.store_packs m ON m.name = p.name;
+             INSERT OR IGNORE INTO main.store_inline (id, kind, compression, raw_len, data)
+                 SELECT id, kind, compression, raw_len, data FROM parent.store_inline;
+             COMMIT;",
+        )?;
+        Ok(())
+    })();
+    if copied.is_err() {
+        let _ = db.execute_batch("ROLLBACK");
+    }
+    db.execute("DETACH DATABASE parent", [])?;
+    copied
+}
+
+/// The session names recorded in the op log at `path`, read-only (no lock, no migration).
+pub(crate) fn read_sessions(path: &std::path::Path) -> Result<Vec<String>, Error> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    let mut st = conn.prepare("SELECT id FROM sessions ORDER BY id")?;
+    let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

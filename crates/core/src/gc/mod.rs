@@ -462,6 +462,10 @@ impl Workspace {
             roots.extend(s.after.map(|b| (KEPT, Root::Entry(b))));
         }
         drop(db);
+        // A worktree made since the mark (from a checkpoint's tree, say).
+        for b in crate::worktree::base_trees(self.home(), self.id()) {
+            roots.push((KEPT, Root::Tree(b)));
+        }
         if stat_cache_changed {
             let state = State::load(&self.state_path());
             roots.push((KEPT, Root::Tree(state.root)));
@@ -529,6 +533,9 @@ impl Workspace {
             }
         }
         drop(db);
+        for b in crate::worktree::base_trees(self.home(), self.id()) {
+            roots.push((KEPT, Root::Tree(b)));
+        }
         let state = State::load(&self.state_path());
         roots.push((KEPT, Root::Tree(state.root)));
         for entries in state.dirs.values() {
@@ -673,6 +680,10 @@ impl Workspace {
             roots.push((a, Root::Tree(*root)));
         }
         crate::base::trace::phase("gc: last known state read");
+        // What this workspace's worktrees will be merged against.
+        for b in crate::worktree::base_trees(self.home(), self.id()) {
+            roots.push((KEPT, Root::Tree(b)));
+        }
         let state = State::load(&self.state_path());
         roots.push((KEPT, Root::Tree(state.root)));
         for entries in state.dirs.values() {

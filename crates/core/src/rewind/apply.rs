@@ -222,3 +222,11 @@ pub struct Recovered {
     /// Epochs of dead processes settled.
     pub epochs: Vec<String>,
 }
+
+/// What a restore epoch records as its origin: the tool and the note `log` shows.
+pub(crate) struct Provenance {
+    /// `restore`, or `worktree-merge`.
+    pub tool: &'static str,
+    /// For example `restore to <id>` or `merge of worktree <name> (<path>)`.
+    pub note: String,
+}

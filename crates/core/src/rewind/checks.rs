@@ -118,6 +118,7 @@ impl Workspace {
         let stored: Vec<Change> = steps
             .iter()
             .filter(|s| !out.merged.iter().any(|m| m.path == s.path))
+            .filter(|s| !out.verified_elsewhere.contains(&s.path))
             .cloned()
             .collect();
         self.verify_objects(&stored)?;

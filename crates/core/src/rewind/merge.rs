@@ -32,7 +32,7 @@ pub struct Merged {
 
 /// Why a conflicting path could not be merged.
 #[derive(Clone, Debug)]
-pub(super) enum Unmerged {
+pub(crate) enum Unmerged {
     /// Not three regular files (created, deleted, a directory or symlink, uncovered).
     NotFiles,
     /// Both changed the mode differently.
@@ -44,7 +44,7 @@ pub(super) enum Unmerged {
 }
 
 impl Unmerged {
-    pub(super) fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match self {
             Unmerged::NotFiles => {
                 "not merged: the session created or deleted it, or it is not a regular file".into()
@@ -100,31 +100,50 @@ impl Workspace {
             .open_read(path)
             .and_then(|mut f| f.read_to_end(&mut theirs))
             .map_err(Error::io_rel("reading", path))?;
-        match merge::merge(&ancestor, &ours, &theirs) {
-            Ok(content) => {
-                let (id, size) = rewind_store::content_id(&mut content.as_slice())?;
-                let name = crate::fs::relpath::display(path);
-                let patch = similar::TextDiff::from_lines(
-                    &*String::from_utf8_lossy(&theirs),
-                    &*String::from_utf8_lossy(&content),
-                )
-                .unified_diff()
-                .header(&format!("a/{name}"), &format!("b/{name}"))
-                .to_string();
-                Ok(Ok(Merged {
-                    patch,
-                    path: path.to_vec(),
-                    entry: Entry {
-                        kind: EntryKind::File,
-                        mode,
-                        size,
-                        id,
-                    },
-                    content,
-                }))
-            }
-            Err(MergeError::Binary) => Ok(Err(Unmerged::NotText("not text (it holds NUL bytes)"))),
-            Err(MergeError::Overlaps(o)) => Ok(Err(Unmerged::Overlaps(o))),
+        merge_texts(path, &ancestor, &ours, &theirs, mode)
+    }
+}
+
+/// Merges two descendants of `ancestor` line by line (see [`crate::merge`]): `ours` is the
+/// side whose change is applied, `theirs` the file as it is now; the result's patch is what
+/// the merge changes in `theirs`. A merge that cannot be made says why.
+pub(crate) fn merge_texts(
+    path: &[u8],
+    ancestor: &[u8],
+    ours: &[u8],
+    theirs: &[u8],
+    mode: u32,
+) -> Result<Result<Merged, Unmerged>, Error> {
+    if [ancestor.len(), ours.len(), theirs.len()]
+        .iter()
+        .any(|s| *s as u64 > MAX_MERGE_BYTES)
+    {
+        return Ok(Err(Unmerged::NotText("too big to merge")));
+    }
+    match merge::merge(ancestor, ours, theirs) {
+        Ok(content) => {
+            let (id, size) = rewind_store::content_id(&mut content.as_slice())?;
+            let name = crate::fs::relpath::display(path);
+            let patch = similar::TextDiff::from_lines(
+                &*String::from_utf8_lossy(theirs),
+                &*String::from_utf8_lossy(&content),
+            )
+            .unified_diff()
+            .header(&format!("a/{name}"), &format!("b/{name}"))
+            .to_string();
+            Ok(Ok(Merged {
+                patch,
+                path: path.to_vec(),
+                entry: Entry {
+                    kind: EntryKind::File,
+                    mode,
+                    size,
+                    id,
+                },
+                content,
+            }))
         }
+        Err(MergeError::Binary) => Ok(Err(Unmerged::NotText("not text (it holds NUL bytes)"))),
+        Err(MergeError::Overlaps(o)) => Ok(Err(Unmerged::Overlaps(o))),
     }
 }

@@ -9,13 +9,14 @@
 //! and the journal's completion are committed in one transaction at the end.
 
 mod apply;
-mod merge;
+pub(crate) mod merge;
 mod reads;
 
 pub(crate) use reads::{
     refuse_collected, refuse_collected_checkpoint, refuse_collected_epoch, target_tree,
 };
 
+pub(crate) use apply::Provenance;
 pub use apply::Recovered;
 pub use merge::Merged;
 
@@ -145,6 +146,9 @@ pub struct RewindOutcome {
     /// With `--merge`: files whose step is a merge (the session's lines undone, the others'
     /// kept); their steps are in `steps`.
     pub merged: Vec<Merged>,
+    /// Paths whose new content the caller has read and verified from another store (a
+    /// worktree's, in a dry run of its merge): not looked for in this workspace's store.
+    pub(crate) verified_elsewhere: Vec<Vec<u8>>,
 }
 
 impl Workspace {
@@ -389,7 +393,7 @@ impl Workspace {
 
     /// Waits (bounded) until no live process holds an open epoch of the session, then returns
     /// with the lock held.
-    fn lock_when_session_idle(
+    pub(crate) fn lock_when_session_idle(
         &self,
         session: &str,
         wait: Option<Duration>,
@@ -599,9 +603,25 @@ impl Workspace {
     fn finish(
         &self,
         session: &str,
-        mut out: RewindOutcome,
+        out: RewindOutcome,
         opts: &RewindOptions,
         target: &str,
+    ) -> Result<RewindOutcome, Error> {
+        let provenance = Provenance {
+            tool: "restore",
+            note: format!("restore to {target}"),
+        };
+        self.finish_as(session, out, opts, &provenance)
+    }
+
+    /// [`Workspace::finish`] for any planned outcome (a restore, an undo, a worktree's merge):
+    /// the one path by which a plan reaches the files. Call with the lock held, recovery done.
+    pub(crate) fn finish_as(
+        &self,
+        session: &str,
+        mut out: RewindOutcome,
+        opts: &RewindOptions,
+        provenance: &Provenance,
     ) -> Result<RewindOutcome, Error> {
         self.keep_occupied_dirs(&mut out)?;
         if !out.conflicts.is_empty() && !opts.force {
@@ -666,14 +686,14 @@ impl Workspace {
                     session: session.to_string(),
                     kind: EpochKind::Restore,
                     state: EpochState::Open,
-                    tool: Some("restore".into()),
+                    tool: Some(provenance.tool.into()),
                     tool_call: None,
                     message: oplog::session_head(&self.db(), session)?,
                     owner: this_process(),
                     paths: Vec::new(),
                     pre_root: None,
                     recovered: false,
-                    note: Some(format!("restore to {target}")),
+                    note: Some(provenance.note.clone()),
                     created_ns: now,
                     settled_ns: None,
                     collected_ns: None,
@@ -712,7 +732,7 @@ fn in_scope(path: &[u8], scope: &[Vec<u8>]) -> bool {
 }
 
 /// Removals deepest first, then everything else parents first.
-fn order_steps(steps: &mut [Change]) {
+pub(crate) fn order_steps(steps: &mut [Change]) {
     let depth = |p: &[u8]| p.iter().filter(|b| **b == b'/').count();
     steps.sort_by(|a, b| {
         let (ra, rb) = (a.after.is_none(), b.after.is_none());

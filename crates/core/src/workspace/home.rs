@@ -37,3 +37,7 @@ pub fn state_dir_of(home: &std::path::Path, root: &std::path::Path) -> Option<Pa
     (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
         .then(|| home.join("workspaces").join(id))
 }
+
+/// Where worktrees go by default (`$REWIND_HOME/worktrees/<parent id>/<name>`): the only place
+/// inside the state directory a workspace may be registered (it holds no state of its own).
+pub const WORKTREES_DIR: &str = "worktrees";

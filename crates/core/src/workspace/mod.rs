@@ -239,7 +239,9 @@ impl Workspace {
                 root.display()
             )));
         }
-        if root.starts_with(&home) {
+        // Worktrees (`$REWIND_HOME/worktrees/…`) are the one kind of workspace that may live
+        // there: that directory holds no state.
+        if root.starts_with(&home) && !root.starts_with(home.join(home::WORKTREES_DIR)) {
             return Err(Error::Workspace(format!(
                 "{} is inside the state directory {}: Rewind never records or restores its own \
                  state; use a workspace outside it (or set REWIND_HOME elsewhere)",
