@@ -39,6 +39,7 @@ const COMMANDS: &[&str] = &[
     "apply-patch",
     "completions",
     "man",
+    "tui",
 ];
 const NESTED: &[(&str, &[&str])] = &[
     ("epoch", &["begin", "end", "abort"]),
