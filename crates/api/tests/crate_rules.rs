@@ -14,7 +14,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("server", &["api"]),
     ("hook", &["api", "server"]),
     ("mcp", &["api"]),
-    ("cli", &["api", "server", "hook", "mcp"]),
+    ("tui", &["api"]),
+    ("cli", &["api", "server", "hook", "mcp", "tui"]),
     ("bench", &["core", "store"]),
     ("testutil", &[]),
 ];

@@ -82,6 +82,7 @@ pub enum Command {
     ApplyPatch(commands::apply_patch::Args),
     Completions(commands::completions::Args),
     Man(commands::man::Args),
+    Tui(commands::tui::Args),
 }
 
 fn main() {

@@ -40,6 +40,7 @@ const COMMANDS: &[&str] = &[
     "apply-patch",
     "completions",
     "man",
+    "tui",
 ];
 const NESTED: &[(&str, &[&str])] = &[
     ("epoch", &["begin", "end", "abort"]),

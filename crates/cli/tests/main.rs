@@ -34,6 +34,7 @@ mod rewind_shell;
 mod sandbox_cli;
 mod sandbox_mode;
 mod serve;
+mod tui;
 mod worktree;
 
 #[test]

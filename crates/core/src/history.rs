@@ -75,6 +75,13 @@ impl Workspace {
         Ok(items)
     }
 
+    /// The op log's newest position (0 when empty). It grows with every epoch begun or
+    /// settled, checkpoint and restore, whichever process recorded it: a front that shows
+    /// the history compares it to know when to read the log again. One row read, no lock.
+    pub fn position(&self) -> Result<i64, Error> {
+        oplog::last_pos(&self.db())
+    }
+
     /// The epoch named by `id` or a unique prefix of it; [`Error::Unknown`] for none or
     /// several, [`Error::State`] for a checkpoint's id.
     pub fn epoch(&self, id: &str) -> Result<EpochRow, Error> {

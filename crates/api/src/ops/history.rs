@@ -189,6 +189,14 @@ impl Service {
         })
     }
 
+    /// The op log's newest position: it grows with every epoch begun or settled, checkpoint
+    /// and restore, by any process. One row read and no lock, so a front that shows the
+    /// history (`rewind tui`) polls it to know when to read the log again. Not an operation
+    /// of its own: `subscribe` is the server's way to be told.
+    pub fn position(&self) -> Result<i64, ApiError> {
+        Ok(self.ws()?.position()?)
+    }
+
     /// The `show` operation: see [`ShowRequest`].
     pub fn show(&self, req: &ShowRequest) -> Result<ShowResponse, ApiError> {
         let ws = self.ws()?;

@@ -23,6 +23,7 @@ pub mod sandbox;
 pub mod serve;
 pub mod show;
 pub mod status;
+pub mod tui;
 pub mod workspace;
 pub mod worktree;
 pub mod write;
@@ -65,6 +66,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::ApplyPatch(args) => apply_patch::run(cli, args),
         Command::Completions(args) => completions::run(cli, args),
         Command::Man(args) => man::run(cli, args),
+        Command::Tui(args) => tui::run(cli, args),
     }
 }
 
