@@ -56,7 +56,7 @@ pub use rewind_core::{CollectedCheckpoint, GcReport, Orphan};
 /// The configuration, and what the hook adapters' guard does.
 pub use rewind_core::{Config, HookGuard};
 /// Where a workspace's server runs (`status`), and the files that say so.
-pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK};
+pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK, SERVER_TOKEN};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 

@@ -77,5 +77,5 @@ pub use workspace::registry::{
     forget, locate, move_workspace, orphan_state, orphans, registered, Forgotten, OrphanState,
     Registered, Relinked,
 };
-pub use workspace::server::{ServerInfo, SERVER_INFO, SERVER_LOCK};
+pub use workspace::server::{ServerInfo, SERVER_INFO, SERVER_LOCK, SERVER_TOKEN};
 pub use workspace::{OpenOptions, Status, Workspace};
