@@ -14,7 +14,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("server", &["api"]),
     ("hook", &["api", "server"]),
     ("mcp", &["api"]),
-    ("cli", &["api", "server", "hook", "mcp"]),
+    ("web", &["api", "server"]),
+    ("cli", &["api", "server", "hook", "mcp", "web"]),
     ("bench", &["core", "store"]),
     ("testutil", &[]),
 ];
