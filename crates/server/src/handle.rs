@@ -80,9 +80,9 @@ impl Handle {
             return Err(Failure::NoMethod);
         }
         let session = connection::take_session(&self.shared, &mut params)?;
-        Ok(self.with_service(&session, |svc| {
+        self.with_service(&session, |svc| {
             connection::run(&self.shared, svc, &session, method, params)
-        })??)
+        })?
     }
 
     /// Runs `f` with a service of the server acting for `session` (one kept from an earlier
