@@ -313,7 +313,12 @@ fn web_ui_starts_a_server_and_finds_it() {
     assert_eq!(again["url"], url);
     // A plain socket server running instead: said, with what to do.
     drop(stop);
-    let mut plain = env.cmd(&["serve"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut plain = env
+        .cmd(&["serve"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(plain.stdout.take().unwrap())
         .read_line(&mut line)
