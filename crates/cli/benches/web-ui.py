@@ -95,7 +95,8 @@ def rpc_log():
     body = urllib.request.urlopen(req).read()
     return (time.time() - t) * 1000, len(body), len(json.loads(body)["result"]["items"])
 
-results = {"first screen": [], "whole history": [], "1 MiB diff": [], "log over /rpc": []}
+results = {"first screen": [], "whole history": [], "1 MiB diff": [], "  of which fetch": [],
+           "log over /rpc": []}
 for run in range(a.runs):
     ms, size, n = rpc_log()
     results["log over /rpc"].append(ms)
@@ -118,7 +119,9 @@ for run in range(a.runs):
             start = d.execute_script("return performance.now()")
             row.click()
             w.until(lambda d: d.execute_script("return (window.__rewindTimes.diff || 0) > arguments[0]", start))
-            results["1 MiB diff"].append(d.execute_script("return window.__rewindTimes.diff") - start)
+            t = d.execute_script("return window.__rewindTimes")
+            results["1 MiB diff"].append(t["diff"] - start)
+            results["  of which fetch"].append(t["diffFetched"] - start)
         finally:
             d.quit()
     print(f"run {run + 1}: " + ", ".join(f"{k} {v[-1]:.0f} ms" for k, v in results.items()), flush=True)

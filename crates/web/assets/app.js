@@ -206,6 +206,7 @@
     pane.scrollTop = 0;
     try {
       const diff = await rpc("diff", { id: e.id });
+      times.diffFetched = performance.now();
       if (state.timeline.selected !== e.id) return;
       window.RewindDiff.render(diffBox, diff, {
         empty: e.type === "checkpoint" ? "Nothing to undo: the session changed nothing since." : "It changed nothing.",
