@@ -18,6 +18,7 @@ import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -76,6 +77,18 @@ def row(d, wait, text):
     return wait.until(EC.presence_of_element_located((By.XPATH, xpath)))
 
 
+def click_row(d, wait, text, inside=".main"):
+    """Clicks `inside` the row of `text`; again if the rows were drawn anew meanwhile (paths
+    arriving, an event), which replaces their elements."""
+    for _ in range(10):
+        try:
+            row(d, wait, text).find_element(By.CSS_SELECTOR, inside).click()
+            return
+        except StaleElementReferenceException:
+            time.sleep(0.1)
+    raise AssertionError(f"the row of {text!r} kept being redrawn")
+
+
 def shot(d, name):
     if SHOTS:
         d.save_screenshot(os.path.join(SHOTS, name))
@@ -101,7 +114,7 @@ def run(d, wait):
     wait.until(EC.text_to_be_present_in_element((By.ID, "timeline"), "c.txt"))
 
     # An epoch's diff: edit call-1 turned "one" into "two" in a.txt.
-    row(d, wait, "call-1").click()
+    click_row(d, wait, "call-1")
     wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#detail .dfile[data-path='a.txt']")))
     dels = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#detail tr.del td.t")]
     adds = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#detail tr.add td.t")]
@@ -113,13 +126,13 @@ def run(d, wait):
     d.find_element(By.CSS_SELECTOR, "#detail [data-view='unified']").click()
 
     # The whole timeline (with a checkpoint selected: what a rewind to it would undo).
-    row(d, wait, "msg-1").find_element(By.CSS_SELECTOR, ".main").click()
+    click_row(d, wait, "msg-1")
     wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#detail .dfile")))
     shot(d, "timeline.png")
 
     # Rewind to msg-1: the preview first, nothing written yet.
     before = {p: read(p) for p in ["a.txt", "c.txt", "d.txt"]}
-    row(d, wait, "msg-1").find_element(By.CSS_SELECTOR, "[data-act='rewind']").click()
+    click_row(d, wait, "msg-1", "[data-act='rewind']")
     plan = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#plan table")))
     wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#actions [data-act='confirm']")))
     text = d.find_element(By.ID, "plan").text
