@@ -30,6 +30,7 @@ const COMMANDS: &[&str] = &[
     "unpin",
     "sandbox",
     "serve",
+    "ui",
     "hook",
     "mcp",
     "read",
