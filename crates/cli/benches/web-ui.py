@@ -107,6 +107,7 @@ for run in range(a.runs):
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
                     "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1400,860"]:
             o.add_argument(arg)
+        o.page_load_strategy = "eager"  # the event stream never "finishes loading"
         d = webdriver.Chrome(options=o, service=Service(executable_path="/usr/bin/chromedriver"))
         try:
             w = WebDriverWait(d, 60, poll_frequency=0.02)

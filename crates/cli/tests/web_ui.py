@@ -35,6 +35,9 @@ def chromium(profile):
               "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1400,860",
               "--force-device-scale-factor=1", "--lang=en-US"]:
         opts.add_argument(a)
+    # The page keeps an event stream open: wait for the document, not for the network to
+    # settle (the test then waits for the page to say it is ready).
+    opts.page_load_strategy = "eager"
     service = Service(executable_path=os.environ.get("REWIND_CHROMEDRIVER", "/usr/bin/chromedriver"))
     return webdriver.Chrome(options=opts, service=service)
 
