@@ -58,7 +58,7 @@ pub use rewind_core::{Config, HookGuard};
 /// The state directory's workspaces: listing, moving, forgetting, re-linking.
 pub use rewind_core::{CreatedWorktree, DiscardedWorktree, WorktreeInfo};
 /// Where a workspace's server runs (`status`), and the files that say so.
-pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK};
+pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK, SERVER_TOKEN};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
 

@@ -15,7 +15,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("hook", &["api", "server"]),
     ("mcp", &["api"]),
     ("tui", &["api"]),
-    ("cli", &["api", "server", "hook", "mcp", "tui"]),
+    ("web", &["api", "server"]),
+    ("cli", &["api", "server", "hook", "mcp", "tui", "web"]),
     ("bench", &["core", "store"]),
     ("testutil", &[]),
 ];

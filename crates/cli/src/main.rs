@@ -72,6 +72,7 @@ pub enum Command {
     Unpin(commands::pin::UnpinArgs),
     Sandbox(commands::sandbox::Args),
     Serve(commands::serve::Args),
+    Ui(commands::ui::Args),
     Hook(commands::hook::Args),
     Mcp(commands::mcp::Args),
     // The guarded tools: their help (summary, details, examples) is the doc of their Args.

@@ -31,6 +31,7 @@ const COMMANDS: &[&str] = &[
     "unpin",
     "sandbox",
     "serve",
+    "ui",
     "hook",
     "mcp",
     "read",

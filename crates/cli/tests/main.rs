@@ -36,6 +36,7 @@ mod sandbox_mode;
 mod serve;
 mod tui;
 mod worktree;
+mod web;
 
 #[test]
 fn every_test_file_is_a_module() {

@@ -80,7 +80,7 @@ pub use workspace::registry::{
     forget, locate, move_workspace, orphan_state, orphans, registered, Forgotten, OrphanState,
     Registered, Relinked,
 };
-pub use workspace::server::{ServerInfo, SERVER_INFO, SERVER_LOCK};
+pub use workspace::server::{ServerInfo, SERVER_INFO, SERVER_LOCK, SERVER_TOKEN};
 pub use workspace::settings::Setter;
 pub use workspace::{OpenOptions, Status, Workspace};
 pub use worktree::{

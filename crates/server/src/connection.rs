@@ -20,7 +20,7 @@ pub type Writer = Arc<Mutex<Box<dyn Write + Send>>>;
 /// Serves one client until it closes its side (or the server stops). `peer`: the client's
 /// process, when it is another one (a socket's): epochs it asks to own are owned by it.
 pub fn serve(shared: &Arc<Shared>, input: impl Read, out: Writer, peer: Option<u32>) {
-    let id = shared.hub.connect(out.clone());
+    let id = shared.hub.connect(crate::events::Sink::Line(out.clone()));
     let mut conn = Connection {
         shared: shared.clone(),
         id,
@@ -130,21 +130,7 @@ impl Connection {
         self.shared.inflight.fetch_add(1, Ordering::SeqCst);
         let out = self.call(&r.method, r.params);
         self.shared.inflight.fetch_sub(1, Ordering::SeqCst);
-        let id = r.id?;
-        Some(match out {
-            Ok(v) => protocol::result(id, v),
-            Err(Failure::NoMethod) => protocol::error(
-                id,
-                protocol::METHOD_NOT_FOUND,
-                &format!("method not found: {}", r.method),
-                Some(json!({"methods": crate::methods()})),
-            ),
-            Err(Failure::Api(e)) => {
-                let mut data = serde_json::to_value(&e).unwrap_or(Value::Null);
-                data["exit_code"] = json!(e.kind.exit_code());
-                protocol::error(id, e.kind.jsonrpc_code(), &e.message, Some(data))
-            }
-        })
+        Some(respond(r.id?, &r.method, out))
     }
 
     fn call(&mut self, method: &str, mut params: Value) -> Result<Value, Failure> {
@@ -160,15 +146,7 @@ impl Connection {
             }
             _ => {}
         }
-        let session = match params.as_object_mut().and_then(|o| o.remove("session")) {
-            None | Some(Value::Null) => self.shared.session.clone(),
-            Some(Value::String(s)) => s,
-            Some(_) => {
-                return Err(Failure::Api(ApiError::usage(
-                    "invalid params: \"session\" must be a string",
-                )))
-            }
-        };
+        let session = take_session(&self.shared, &mut params)?;
         let svc = match self.services.get(&session) {
             Some(s) => s,
             None => {
@@ -176,23 +154,71 @@ impl Connection {
                 if let Some(pid) = self.peer {
                     ctx = ctx.with_peer(pid);
                 }
-                let mut svc = Service::new(ctx);
-                if let Some(w) = &self.shared.live {
-                    svc = svc.with_live_watch(w.clone());
-                }
+                let svc = new_service(&self.shared, ctx);
                 self.services.entry(session.clone()).or_insert(svc)
             }
         };
-        let out = rewind_api::rpc::call(svc, method, params).ok_or(Failure::NoMethod)?;
-        if let Some(event) = Event::of(method, &session, &out) {
-            self.shared.hub.publish(&event);
+        run(&self.shared, svc, &session, method, params)
+    }
+}
+
+/// A service of the server: sharing its file watcher, if it has one.
+pub(crate) fn new_service(shared: &Shared, ctx: Context) -> Service {
+    let svc = Service::new(ctx);
+    match &shared.live {
+        Some(w) => svc.with_live_watch(w.clone()),
+        None => svc,
+    }
+}
+
+/// The session a request acts for: its `session` param (taken out of the params), else the
+/// server's.
+pub(crate) fn take_session(shared: &Shared, params: &mut Value) -> Result<String, Failure> {
+    match params.as_object_mut().and_then(|o| o.remove("session")) {
+        None | Some(Value::Null) => Ok(shared.session.clone()),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(Failure::Api(ApiError::usage(
+            "invalid params: \"session\" must be a string",
+        ))),
+    }
+}
+
+/// Runs operation `method` on `svc` (acting for `session`), telling subscribers of a guard
+/// refusal.
+pub(crate) fn run(
+    shared: &Shared,
+    svc: &Service,
+    session: &str,
+    method: &str,
+    params: Value,
+) -> Result<Value, Failure> {
+    let out = rewind_api::rpc::call(svc, method, params).ok_or(Failure::NoMethod)?;
+    if let Some(event) = Event::of(method, session, &out) {
+        shared.hub.publish(&event);
+    }
+    Ok(out?)
+}
+
+/// The response to request `id` for `method`, from what running it gave.
+pub(crate) fn respond(id: Value, method: &str, out: Result<Value, Failure>) -> Value {
+    match out {
+        Ok(v) => protocol::result(id, v),
+        Err(Failure::NoMethod) => protocol::error(
+            id,
+            protocol::METHOD_NOT_FOUND,
+            &format!("method not found: {method}"),
+            Some(json!({"methods": crate::methods()})),
+        ),
+        Err(Failure::Api(e)) => {
+            let mut data = serde_json::to_value(&e).unwrap_or(Value::Null);
+            data["exit_code"] = json!(e.kind.exit_code());
+            protocol::error(id, e.kind.jsonrpc_code(), &e.message, Some(data))
         }
-        Ok(out?)
     }
 }
 
 /// Why a call has no result.
-enum Failure {
+pub(crate) enum Failure {
     NoMethod,
     Api(ApiError),
 }

@@ -118,16 +118,26 @@ fn final_entries(svc: &Service) -> Option<Vec<(String, Event)>> {
             .collect(),
     )
 }
+/// Where a subscriber's events go.
+#[derive(Clone)]
+pub enum Sink {
+    /// A JSON-RPC connection: each event as an `event` notification, one line.
+    Line(Writer),
+    /// A front in this process (the web UI's event stream): each event's params
+    /// (`{kind, session, detail}`).
+    Channel(std::sync::mpsc::Sender<Value>),
+}
+
 /// The connections and what each subscribed to.
 #[derive(Default)]
 pub struct Hub {
     next: AtomicU64,
-    conns: Mutex<HashMap<u64, (Writer, Vec<String>)>>,
+    conns: Mutex<HashMap<u64, (Sink, Vec<String>)>>,
 }
 
 impl Hub {
     /// Registers a connection (subscribed to nothing yet); its id.
-    pub fn connect(&self, out: Writer) -> u64 {
+    pub fn connect(&self, out: Sink) -> u64 {
         let id = self.next.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut c) = self.conns.lock() {
             c.insert(id, (out, Vec::new()));
@@ -153,7 +163,7 @@ impl Hub {
 
     /// Sends `event` to every connection subscribed to its kind.
     pub fn publish(&self, event: &Event) {
-        let to: Vec<Writer> = match self.conns.lock() {
+        let to: Vec<Sink> = match self.conns.lock() {
             Ok(c) => c
                 .values()
                 .filter(|(_, kinds)| kinds.iter().any(|k| k == event.kind))
@@ -161,12 +171,16 @@ impl Hub {
                 .collect(),
             Err(_) => return,
         };
-        let note = crate::protocol::notification(
-            "event",
-            json!({"kind": event.kind, "session": event.session, "detail": event.detail}),
-        );
-        for w in to {
-            send(&w, &note);
+        let params = json!({"kind": event.kind, "session": event.session, "detail": event.detail});
+        let note = crate::protocol::notification("event", params.clone());
+        for sink in to {
+            match sink {
+                Sink::Line(w) => send(&w, &note),
+                // A receiver gone is a subscription being dropped: it disconnects itself.
+                Sink::Channel(tx) => {
+                    let _ = tx.send(params.clone());
+                }
+            }
         }
     }
 }

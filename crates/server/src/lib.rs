@@ -20,8 +20,11 @@
 pub mod client;
 mod connection;
 mod events;
+mod handle;
 mod lock;
 pub mod protocol;
+
+pub use handle::{Events, Handle};
 
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -52,6 +55,28 @@ pub struct Options {
     pub session: String,
     /// Where to listen.
     pub transport: Transport,
+    /// A web UI this process serves too (`serve --http`), recorded with where the server
+    /// listens so that `rewind ui` finds it.
+    pub web: Option<WebFront>,
+}
+
+/// A web front served by the server's process: its address and token.
+#[derive(Clone)]
+pub struct WebFront {
+    /// The address, without the token (`http://127.0.0.1:PORT/`): `serve.json` and `status`
+    /// show it.
+    pub url: String,
+    /// The secret every request must carry; kept in `serve.token`, owner-only.
+    pub token: String,
+}
+
+impl std::fmt::Debug for WebFront {
+    // Never the token: a debug print may end up in a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebFront")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What every connection shares.
@@ -77,6 +102,23 @@ pub fn methods() -> Vec<&'static str> {
 /// Runs the server until it is stopped. `ready` is called once it accepts requests, with
 /// the socket's path for [`Transport::Socket`] (the command line prints it).
 pub fn serve(opts: &Options, ready: impl FnOnce(Option<&Path>)) -> Result<(), ApiError> {
+    start(opts)?.run(ready)
+}
+
+/// A server that holds its workspace (the lock taken, the watcher armed, events followed)
+/// but takes no requests yet: a front in the same process takes a [`Handle`] now, then
+/// [`Server::run`] serves.
+pub struct Server {
+    shared: Arc<Shared>,
+    lock: lock::ServerLock,
+    socket: Option<PathBuf>,
+    signals: libc::sigset_t,
+}
+
+/// Starts the server of `opts.root`: refuses when another one runs there. Call it before
+/// this process starts any thread (see [`Server`]): stop signals are blocked here for every
+/// thread started after.
+pub fn start(opts: &Options) -> Result<Server, ApiError> {
     // First, before opening the workspace starts any thread: a thread that does not block
     // them would take a stop signal's default action (the process dies mid-request).
     let signals = lock::block_stop_signals();
@@ -89,8 +131,8 @@ pub fn serve(opts: &Options, ready: impl FnOnce(Option<&Path>)) -> Result<(), Ap
         Transport::Socket(p) => Some(p.clone().unwrap_or_else(|| state.join("serve.sock"))),
     };
     let live = rewind_api::LiveWatch::new(&root);
-    let lock = lock::ServerLock::take(&state, socket.as_deref(), live.is_some())?;
-    let info = lock.info().to_path_buf();
+    let lock =
+        lock::ServerLock::take(&state, socket.as_deref(), live.is_some(), opts.web.as_ref())?;
     // Armed by a whole-tree capture, which also records what changed while no server ran.
     if let Some(w) = &live {
         let ctx = rewind_api::Context::new(&root, &opts.session)?;
@@ -107,40 +149,74 @@ pub fn serve(opts: &Options, ready: impl FnOnce(Option<&Path>)) -> Result<(), Ap
         stopping: AtomicBool::new(false),
     });
     events::follow(shared.clone());
-    match socket {
-        None => {
-            let stop = shared.clone();
-            lock::on_stop(signals, move || {
-                drain(&stop);
-                let _ = std::fs::remove_file(&info);
-            });
-            ready(None);
-            let out: connection::Writer = Arc::new(Mutex::new(Box::new(std::io::stdout())));
-            connection::serve(&shared, std::io::stdin(), out, None);
-            drain(&shared);
-            drop(lock);
-            Ok(())
-        }
-        Some(path) => {
-            let listener = listen(&path)?;
-            let stop = shared.clone();
-            let cleanup = path.clone();
-            lock::on_stop(signals, move || {
-                drain(&stop);
-                let _ = std::fs::remove_file(&cleanup);
-                let _ = std::fs::remove_file(&info);
-            });
-            ready(Some(&path));
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { continue };
-                if shared.stopping.load(Ordering::SeqCst) {
-                    break;
-                }
-                let shared = shared.clone();
-                std::thread::spawn(move || client(&shared, conn));
+    Ok(Server {
+        shared,
+        lock,
+        socket,
+        signals,
+    })
+}
+
+impl Server {
+    /// A handle for a front in this process.
+    pub fn handle(&self) -> Handle {
+        Handle::new(self.shared.clone())
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.shared.root
+    }
+
+    /// Serves until stopped. `ready` is called once it accepts requests, with the socket's
+    /// path for [`Transport::Socket`].
+    pub fn run(self, ready: impl FnOnce(Option<&Path>)) -> Result<(), ApiError> {
+        let Server {
+            shared,
+            lock,
+            socket,
+            signals,
+        } = self;
+        let files = lock.files();
+        match socket {
+            None => {
+                let stop = shared.clone();
+                lock::on_stop(signals, move || {
+                    drain(&stop);
+                    for f in files {
+                        let _ = std::fs::remove_file(f);
+                    }
+                });
+                ready(None);
+                let out: connection::Writer = Arc::new(Mutex::new(Box::new(std::io::stdout())));
+                connection::serve(&shared, std::io::stdin(), out, None);
+                drain(&shared);
+                drop(lock);
+                Ok(())
             }
-            drop(lock);
-            Ok(())
+            Some(path) => {
+                let listener = listen(&path)?;
+                let stop = shared.clone();
+                let cleanup = path.clone();
+                lock::on_stop(signals, move || {
+                    drain(&stop);
+                    let _ = std::fs::remove_file(&cleanup);
+                    for f in files {
+                        let _ = std::fs::remove_file(f);
+                    }
+                });
+                ready(Some(&path));
+                for conn in listener.incoming() {
+                    let Ok(conn) = conn else { continue };
+                    if shared.stopping.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let shared = shared.clone();
+                    std::thread::spawn(move || client(&shared, conn));
+                }
+                drop(lock);
+                Ok(())
+            }
         }
     }
 }

@@ -12,16 +12,18 @@ use rewind_api::{ApiError, ErrorKind};
 pub struct ServerLock {
     _file: File,
     info: PathBuf,
+    token: Option<PathBuf>,
 }
 
 impl ServerLock {
     /// Takes the lock in `state` (the workspace's state directory) and writes where this
-    /// server listens (`serve.json`); refuses when another server holds it, saying where that
-    /// one listens.
+    /// server listens (`serve.json`, and its web UI's token in `serve.token`, owner-only);
+    /// refuses when another server holds it, saying where that one listens.
     pub fn take(
         state: &Path,
         socket: Option<&Path>,
         watcher: bool,
+        web: Option<&crate::WebFront>,
     ) -> Result<ServerLock, ApiError> {
         let io =
             |what: &str, e: std::io::Error| ApiError::new(ErrorKind::Error, format!("{what}: {e}"));
@@ -38,10 +40,13 @@ impl ServerLock {
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
                 .unwrap_or_default();
-            let at = match other["socket"].as_str() {
+            let mut at = match other["socket"].as_str() {
                 Some(s) => format!("listening on {s}"),
                 None => "serving its standard input".to_string(),
             };
+            if let Some(url) = other["http"].as_str() {
+                at.push_str(&format!(" and {url}"));
+            }
             return Err(ApiError::new(
                 ErrorKind::State,
                 format!(
@@ -51,22 +56,54 @@ impl ServerLock {
             )
             .hint("use that server, or stop it first"));
         }
-        let doc = rewind_api::server_info(socket, watcher);
+        // The token first: a reader that finds the address finds the token with it.
+        let token = match web {
+            Some(w) => {
+                let path = state.join(rewind_api::SERVER_TOKEN);
+                write_private(&path, w.token.as_bytes())
+                    .map_err(|e| io("writing serve.token", e))?;
+                Some(path)
+            }
+            None => None,
+        };
+        let doc = rewind_api::server_info(socket, watcher, web.map(|w| w.url.as_str()));
         std::fs::write(&info, serde_json::to_vec(&doc).expect("serializable"))
             .map_err(|e| io("writing serve.json", e))?;
-        Ok(ServerLock { _file: file, info })
+        Ok(ServerLock {
+            _file: file,
+            info,
+            token,
+        })
     }
 
-    /// The file that says where this server listens.
-    pub fn info(&self) -> &Path {
-        &self.info
+    /// The files that say where this server listens (and its token), to remove when it stops.
+    pub fn files(&self) -> Vec<PathBuf> {
+        std::iter::once(self.info.clone())
+            .chain(self.token.clone())
+            .collect()
     }
 }
 
 impl Drop for ServerLock {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.info);
+        for f in self.files() {
+            let _ = std::fs::remove_file(f);
+        }
     }
+}
+
+/// Writes `data` to a new file at `path` that only its owner can read (created so, never
+/// readable by others even for a moment).
+fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut f = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(data)
 }
 
 /// The uid and pid of the process at the other end of `conn`.

@@ -388,8 +388,12 @@ pub fn running_server(state: &std::path::Path) -> Option<rewind_core::ServerInfo
 }
 
 /// `serve.json` for this process, serving at `socket` (`None`: its standard input), with or
-/// without a file watcher.
-pub fn server_info(socket: Option<&std::path::Path>, watcher: bool) -> rewind_core::ServerInfo {
+/// without a file watcher, and its web UI's address (`http`, without the token) if it has one.
+pub fn server_info(
+    socket: Option<&std::path::Path>,
+    watcher: bool,
+    http: Option<&str>,
+) -> rewind_core::ServerInfo {
     let rewind_core::Owner::Process { pid, start } = rewind_core::this_process() else {
         unreachable!("a process identity");
     };
@@ -398,6 +402,7 @@ pub fn server_info(socket: Option<&std::path::Path>, watcher: bool) -> rewind_co
         start,
         socket: socket.map(std::path::Path::to_path_buf),
         watcher,
+        http: http.map(str::to_string),
     }
 }
 

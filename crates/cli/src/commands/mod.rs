@@ -24,6 +24,7 @@ pub mod serve;
 pub mod show;
 pub mod status;
 pub mod tui;
+pub mod ui;
 pub mod workspace;
 pub mod worktree;
 pub mod write;
@@ -57,6 +58,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Unpin(args) => pin::run_unpin(cli, args),
         Command::Sandbox(args) => sandbox::run(cli, args),
         Command::Serve(args) => serve::run(cli, args),
+        Command::Ui(args) => ui::run(cli, args),
         Command::Hook(args) => hook::run(cli, args),
         Command::Mcp(args) => mcp::run(cli, args),
         Command::Read(args) => read::run(cli, args),

@@ -1,5 +1,5 @@
 //! `rewind serve`: the service API as JSON-RPC 2.0 over standard input and output or a Unix
-//! socket (see `rewind-server`).
+//! socket (see `rewind-server`), and with `--http` the web UI too (see `rewind-web`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,8 +13,10 @@ use crate::Cli;
 /// `session` (default: -s), results the `--json` documents; an error carries the error
 /// document and the exit code in `data`. `subscribe` sends `event` notifications (epoch,
 /// checkpoint, restore, guard). With a socket, its path is the first line on stdout once the
-/// server accepts connections. One server per workspace; SIGTERM or SIGINT (or standard input
-/// closing, with --stdio) lets running requests finish and stops it.
+/// server accepts connections. With --http, the web UI is served too and the first line is
+/// its address with the token (`rewind ui` prints it again). One server per workspace;
+/// SIGTERM or SIGINT (or standard input closing, with --stdio) lets running requests finish
+/// and stops it.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Serve one client on standard input and output.
@@ -23,6 +25,15 @@ pub struct Args {
     /// Listen on this Unix socket [default: serve.sock in the workspace's state directory].
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// Serve the web UI too, on ADDR (`127.0.0.1:8080`, `[::1]`, `8080`) [default: 127.0.0.1
+    /// on a free port].
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "",
+          conflicts_with = "stdio")]
+    pub http: Option<String>,
+    /// Let --http listen on an address other machines can reach (the token then travels
+    /// unencrypted over the network).
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
@@ -31,6 +42,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+    let web = match &args.http {
+        Some(addr) => {
+            let addr = rewind_web::guard::parse_addr(addr).map_err(rewind_api::ApiError::usage)?;
+            Some(rewind_web::Listener::bind(addr, args.allow_remote)?)
+        }
+        None => None,
+    };
     let opts = rewind_server::Options {
         root: cli.dir.clone(),
         session: cli.session.clone(),
@@ -39,16 +57,36 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         } else {
             rewind_server::Transport::Socket(args.socket.clone())
         },
+        web: web.as_ref().map(rewind_web::Listener::front),
     };
-    rewind_server::serve(&opts, |socket| {
-        if let Some(path) = socket {
+    let server = rewind_server::start(&opts)?;
+    let root = server.root().to_path_buf();
+    let first_line = match web {
+        Some(web) => {
+            if web.is_remote() {
+                eprintln!(
+                    "rewind: warning: the web UI listens on an address other machines can reach; \
+                     anyone who learns its token (sent unencrypted) can change this workspace"
+                );
+            }
+            let front = web.front();
+            web.serve(server.handle())?;
+            eprintln!("rewind: web UI of {} at {}", root.display(), front.url);
+            Some(rewind_web::url_with_token(&front.url, &front.token))
+        }
+        None => None,
+    };
+    server.run(|socket| {
+        // The first line: the web UI's address (with its token) if there is one, else the
+        // socket's path.
+        if let Some(line) = first_line.as_deref() {
+            println!("{line}");
+        } else if let Some(path) = socket {
             println!("{}", path.display());
-            let _ = std::io::stdout().flush();
-            eprintln!(
-                "rewind: serving {} on {}",
-                cli.dir.display(),
-                path.display()
-            );
+        }
+        let _ = std::io::stdout().flush();
+        if let Some(path) = socket {
+            eprintln!("rewind: serving {} on {}", root.display(), path.display());
         }
     })?;
     Ok(crate::exit::OK)

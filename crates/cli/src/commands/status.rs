@@ -58,6 +58,9 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
                 "no file watcher: its captures walk the tree"
             };
             println!("server     pid {} {at}; {watcher}", srv.pid);
+            if let Some(url) = &srv.http {
+                println!("web UI     {url} (`rewind ui` prints it with its token)");
+            }
         }
         for r in &s.unfinished_restores {
             println!(

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 pub const SERVER_LOCK: &str = "serve.lock";
 /// The file that says where the server listens.
 pub const SERVER_INFO: &str = "serve.json";
+/// The web UI's token of a server with one (owner-only, 0600), for `rewind ui` to print its
+/// address again; never in [`SERVER_INFO`], which `status` shows.
+pub const SERVER_TOKEN: &str = "serve.token";
 
 /// A running server, as `status` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -27,4 +30,8 @@ pub struct ServerInfo {
     /// Whether its file watcher vouches for what changed (else its captures walk the tree).
     #[serde(default)]
     pub watcher: bool,
+    /// The address of its web UI (`serve --http`), without the token; `None` when it serves
+    /// none. The token is in [`SERVER_TOKEN`], readable by the owner only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
 }

@@ -1,0 +1,154 @@
+//! A handle on a started server for a front that runs in the same process (the web UI of
+//! `rewind serve --http`): it calls the same operations with the same sessions, file watcher
+//! and guard events as a socket client, hears the same events, and its running requests count
+//! in the server's drain when it stops.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rewind_api::{ApiError, Context, ErrorKind, Service};
+use serde_json::Value;
+
+use crate::connection::{self, Failure};
+use crate::events::Sink;
+use crate::protocol::{self, Message, Request};
+use crate::Shared;
+
+/// Services kept between requests, per session: each opened the workspace once.
+type Pool = Mutex<HashMap<String, Vec<Service>>>;
+
+/// See the module's doc. Cheap to clone; every clone is the same server.
+#[derive(Clone)]
+pub struct Handle {
+    shared: Arc<Shared>,
+    pool: Arc<Pool>,
+}
+
+impl Handle {
+    pub(crate) fn new(shared: Arc<Shared>) -> Handle {
+        Handle {
+            shared,
+            pool: Arc::default(),
+        }
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.shared.root
+    }
+
+    /// The session of requests that name none (the server's `-s`).
+    pub fn session(&self) -> &str {
+        &self.shared.session
+    }
+
+    /// Whether the server is stopping (takes no new requests).
+    pub fn stopping(&self) -> bool {
+        self.shared.stopping.load(Ordering::SeqCst)
+    }
+
+    /// The answer to one JSON-RPC message (a request or a batch, as a socket client sends it
+    /// on a line); `None` when it holds only notifications. `subscribe` is not among its
+    /// methods: a front in the process hears events through [`Handle::events`].
+    pub fn answer(&self, message: &[u8]) -> Option<Value> {
+        match protocol::parse(message) {
+            Err(e) => Some(e),
+            Ok(Message::One(r)) => self.answer_one(r),
+            Ok(Message::Batch(rs)) => {
+                let answers: Vec<Value> =
+                    rs.into_iter().filter_map(|r| self.answer_one(r)).collect();
+                (!answers.is_empty()).then_some(Value::Array(answers))
+            }
+        }
+    }
+
+    fn answer_one(&self, r: Result<Request, Value>) -> Option<Value> {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => return Some(e),
+        };
+        let out = self.call(&r.method, r.params);
+        Some(connection::respond(r.id?, &r.method, out))
+    }
+
+    fn call(&self, method: &str, mut params: Value) -> Result<Value, Failure> {
+        if matches!(method, "subscribe" | "unsubscribe") {
+            return Err(Failure::NoMethod);
+        }
+        let session = connection::take_session(&self.shared, &mut params)?;
+        self.with_service(&session, |svc| {
+            connection::run(&self.shared, svc, &session, method, params)
+        })?
+    }
+
+    /// Runs `f` with a service of the server acting for `session` (one kept from an earlier
+    /// call when there is one), counted as a running request.
+    pub fn with_service<R>(
+        &self,
+        session: &str,
+        f: impl FnOnce(&Service) -> R,
+    ) -> Result<R, ApiError> {
+        if self.stopping() {
+            return Err(ApiError::new(ErrorKind::Busy, "the server is stopping"));
+        }
+        let kept = self
+            .pool
+            .lock()
+            .ok()
+            .and_then(|mut p| p.get_mut(session).and_then(Vec::pop));
+        let svc = match kept {
+            Some(s) => s,
+            None => {
+                connection::new_service(&self.shared, Context::new(&self.shared.root, session)?)
+            }
+        };
+        self.shared.inflight.fetch_add(1, Ordering::SeqCst);
+        let out = f(&svc);
+        self.shared.inflight.fetch_sub(1, Ordering::SeqCst);
+        if let Ok(mut p) = self.pool.lock() {
+            p.entry(session.to_string()).or_default().push(svc);
+        }
+        Ok(out)
+    }
+
+    /// Subscribes to every event kind (epochs, checkpoints, restores, guard refusals),
+    /// whichever process caused them; dropping the subscription ends it.
+    pub fn events(&self) -> Events {
+        let (tx, rx) = mpsc::channel();
+        let id = self.shared.hub.connect(Sink::Channel(tx));
+        self.shared.hub.subscribe(
+            id,
+            crate::events::KINDS.iter().map(|k| k.to_string()).collect(),
+        );
+        Events {
+            shared: self.shared.clone(),
+            id,
+            rx,
+        }
+    }
+}
+
+/// A subscription to the server's events (see [`Handle::events`]).
+pub struct Events {
+    shared: Arc<Shared>,
+    id: u64,
+    rx: mpsc::Receiver<Value>,
+}
+
+impl Events {
+    /// The next event (`{kind, session, detail}`, the params of a socket client's `event`
+    /// notification), waiting at most `wait`; `None` when there was none by then.
+    pub fn next(&self, wait: Duration) -> Option<Value> {
+        self.rx.recv_timeout(wait).ok()
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.shared.hub.disconnect(self.id);
+    }
+}
