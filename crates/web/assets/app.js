@@ -123,9 +123,13 @@
     $("detail").innerHTML = '<div class="empty muted">Select a checkpoint or an epoch to see its changes.</div>';
   }
 
+  // Epochs and checkpoints; the log's setting changes (the sandbox mode) are the workspace's,
+  // shown in the status panel.
+  const isEntry = (e) => e.type !== "setting" && e.id;
+
   async function loadLog() {
     const first = await rpc("log", { all_sessions: true, limit: FIRST_PAGE });
-    state.log = first.items;
+    state.log = first.items.filter(isEntry);
     state.complete = !first.more;
     afterLog();
     mark("firstScreen");
@@ -133,9 +137,10 @@
       // The first screen is up; the rest of the history follows without blocking it.
       setTimeout(async () => {
         const all = await rpc("log", { all_sessions: true, limit: 0 });
-        const known = new Set(all.items.map((e) => e.id));
+        const items = all.items.filter(isEntry);
+        const known = new Set(items.map((e) => e.id));
         // Keep what events added meanwhile.
-        state.log = state.log.filter((e) => !known.has(e.id)).concat(all.items);
+        state.log = state.log.filter((e) => !known.has(e.id)).concat(items);
         state.complete = true;
         afterLog();
         mark("complete");
@@ -421,10 +426,33 @@
     }, 150);
   }
 
+  async function catchUp() {
+    if (!state.log) return;
+    const recent = await rpc("log", { all_sessions: true, limit: FIRST_PAGE });
+    const byId = new Map(state.log.map((e) => [e.id, e]));
+    let changed = false;
+    for (const e of recent.items.filter(isEntry)) {
+      if (!byId.has(e.id)) {
+        state.timeline.markFresh(e.id);
+        changed = true;
+      }
+      byId.set(e.id, e);
+    }
+    if (!changed) return;
+    state.log = [...byId.values()].sort((a, b) => b.pos - a.pos);
+    refreshSoon();
+  }
+
   function listen() {
     const live = $("live");
     const source = new EventSource("/events");
-    source.onopen = () => { live.className = "live on"; live.textContent = "live"; };
+    source.onopen = () => {
+      live.className = "live on";
+      live.textContent = "live";
+      // What was recorded while the stream was not connected (before it first opened, or
+      // while it reconnected) came as no event: read the newest entries again.
+      catchUp().catch(() => {});
+    };
     source.onerror = () => { live.className = "live off"; live.textContent = "reconnecting…"; };
     source.onmessage = (m) => {
       const ev = JSON.parse(m.data);
@@ -454,8 +482,17 @@
     document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("dialog").hidden) closeDialog(); });
     $("dialog").addEventListener("click", (ev) => { if (ev.target === $("dialog")) closeDialog(); });
     // After the load event: a stream opened before it would keep the page "loading" forever.
-    if (document.readyState === "complete") listen();
-    else window.addEventListener("load", listen, { once: true });
+    // But never later than a moment after the first screen: on a busy machine the load event
+    // was seen to wait for long, and live updates with it.
+    let listening = false;
+    const listenOnce = () => {
+      if (!listening) {
+        listening = true;
+        listen();
+      }
+    };
+    if (document.readyState === "complete") listenOnce();
+    else window.addEventListener("load", listenOnce, { once: true });
     try {
       await loadStatus();
       await loadLog();
@@ -463,6 +500,7 @@
     } catch (err) {
       $("detail").innerHTML = `<p class="error">${esc(err.message)}</p>`;
     }
+    setTimeout(listenOnce, 1000);
     loadSandbox();
   }
 
