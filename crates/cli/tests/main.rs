@@ -33,6 +33,7 @@ mod rewind_sessions;
 mod rewind_shell;
 mod sandbox_cli;
 mod serve;
+mod shadow;
 
 #[test]
 fn every_test_file_is_a_module() {

@@ -6,6 +6,7 @@ pub(crate) mod fingerprints;
 pub(crate) mod gc;
 pub(crate) mod journal;
 pub mod oplog;
+pub(crate) mod shadow;
 pub(crate) mod snapshots;
 
 use rusqlite::Connection;
