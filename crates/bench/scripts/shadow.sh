@@ -10,6 +10,7 @@
 # usage: crates/bench/scripts/shadow.sh [DIRS] [FILES_PER_DIR] [OUT_DIR]
 #   defaults 1000 x 100 files (mktree.py --kind text --min 512 --max 4096: 100,000 files),
 #   hyperfine's Markdown tables written to OUT_DIR [default: a temporary directory, printed].
+#   TREE=DIR: use (and change: the turns rewrite files) that tree instead of making one.
 # Builds the release binary. Needs git, python3 and hyperfine.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -23,10 +24,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/rewind-shadow-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 out=${3:-$tmp/out}
 mkdir -p "$out"
-ws=$tmp/ws on=$tmp/home-on off=$tmp/home-off
+ws=${TREE:-$tmp/ws} on=$tmp/home-on off=$tmp/home-off
 export REWIND_QUIET=1
-python3 crates/bench/scripts/mktree.py "$ws" --dirs "$dirs" --files-per-dir "$per" \
-  --kind text --min 512 --max 4096 >&2
+[ -d "$ws" ] || python3 crates/bench/scripts/mktree.py "$ws" --dirs "$dirs" \
+  --files-per-dir "$per" --kind text --min 512 --max 4096 >&2
 mkdir -p "$on" "$off"
 printf '[shadow]\neager = true\n' > "$on/config.toml"
 printf '[shadow]\neager = false\n' > "$off/config.toml"
@@ -49,7 +50,7 @@ PY
 
 # 1. Checkpoint after a 20-file turn. The turn is the prepare step (not timed), and each home
 # sees the other's turns too (one tree): the same work for both.
-hyperfine -N -w 3 -r 30 --export-markdown "$out/checkpoint.md" \
+hyperfine -N -w 2 -r ${RUNS:-20} --export-markdown "$out/checkpoint.md" \
   --prepare "python3 $tmp/turn.py $ws" \
   -n "shadow on" "env REWIND_HOME=$on $bin -C $ws -s agent checkpoint" \
   --prepare "python3 $tmp/turn.py $ws" \
@@ -61,7 +62,7 @@ echo "commits on the agent branch after the run: $commits (1 + warm-up + runs: e
 shadow_dir=$(REWIND_HOME=$on "$bin" -C "$ws" shadow-path)
 g=$tmp/git.git
 gitc="git --git-dir=$g --work-tree=$ws -c user.name=b -c user.email=b@b -c gc.auto=0 -c core.hooksPath=/dev/null"
-hyperfine -N -w 0 -r 3 --export-markdown "$out/first.md" \
+hyperfine -N -w 0 -r ${FIRST_RUNS:-3} --export-markdown "$out/first.md" \
   --prepare "rm -rf $shadow_dir" \
   -n "rewind shadow-path (first)" "env REWIND_HOME=$on $bin -C $ws shadow-path" \
   --prepare "sh -c 'rm -rf $g && git init -q --bare $g'" \
