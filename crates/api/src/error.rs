@@ -205,7 +205,7 @@ fn core_kind(e: &rewind_core::Error) -> ErrorKind {
         // What failed decides (a store error mid-apply is still "unavailable").
         E::RolledBack(cause) | E::RollbackFailed { cause, .. } => core_kind(cause),
         E::Remedied { error, .. } => core_kind(error),
-        E::Db(_) | E::Io { .. } => ErrorKind::Error,
+        E::Db(_) | E::Io { .. } | E::Shadow(_) => ErrorKind::Error,
     }
 }
 

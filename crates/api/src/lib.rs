@@ -26,6 +26,7 @@ pub use ops::history::*;
 pub use ops::record::*;
 pub use ops::rewind::*;
 pub use ops::sandbox::*;
+pub use ops::shadow::*;
 pub use ops::workspace::*;
 pub use ops::worktree::*;
 pub use ops::{Operation, OPERATIONS};

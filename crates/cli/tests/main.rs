@@ -34,9 +34,10 @@ mod rewind_shell;
 mod sandbox_cli;
 mod sandbox_mode;
 mod serve;
+mod shadow;
 mod tui;
-mod worktree;
 mod web;
+mod worktree;
 
 #[test]
 fn every_test_file_is_a_module() {

@@ -40,6 +40,26 @@ pub struct Config {
     /// `[hooks]`: what the agent hook adapters (`rewind hook`) do.
     #[serde(default)]
     pub hooks: HooksConfig,
+    /// `[shadow]`: the shadow git history.
+    #[serde(default)]
+    pub shadow: ShadowConfig,
+}
+
+/// The `[shadow]` section.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ShadowConfig {
+    /// Checkpoints write their shadow commit themselves, incrementally, once the shadow
+    /// repository exists (`rewind shadow-path` creates it). Default true; false: only
+    /// `shadow-path` writes it.
+    pub eager: Option<bool>,
+}
+
+impl ShadowConfig {
+    /// Whether checkpoints write their shadow commit.
+    pub fn eager(&self) -> bool {
+        self.eager.unwrap_or(true)
+    }
 }
 
 /// The `[hooks]` section.

@@ -84,6 +84,10 @@ pub enum Error {
         /// What to do about it.
         remedy: crate::model::remedy::Remedy,
     },
+    /// The shadow git history could not be read or written (a view: rebuilding it loses
+    /// nothing the op log holds).
+    #[error(transparent)]
+    Shadow(#[from] crate::shadow::ShadowError),
     /// A file-system operation failed.
     #[error("{op} {path}: {source}")]
     Io {

@@ -20,6 +20,7 @@
 //! | `capture`   | walking, the stat cache, hashing and storing a whole tree               |
 //! | `restore`   | the one engine that changes files: plan steps, apply them, invert them  |
 //! | `workspace` | open, registration, moved roots, orphans, the lock, status and fsck     |
+//! | `shadow`    | the shadow git history: checkpoints as commits of a bare repository     |
 //! | `record`    | epochs and checkpoints, attributed to the session that made them        |
 //! | `rewind`    | restores of the op log: targets, journal, rollback, recovery            |
 //! | `history`   | the log as a front shows it                                             |
@@ -42,6 +43,7 @@ mod model;
 mod record;
 pub mod restore;
 mod rewind;
+mod shadow;
 mod text;
 mod workspace;
 pub mod worktree;
@@ -71,6 +73,7 @@ pub use model::remedy::Remedy;
 pub use record::{owner_alive, payload_too_large, this_process, EpochSpec, Settled};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
+pub use shadow::{ShadowBranch, ShadowError, ShadowReport};
 pub use workspace::adopt::{adopt, Adopted};
 pub use workspace::home::{rewind_home, state_dir_of};
 pub use workspace::identity::RootState;

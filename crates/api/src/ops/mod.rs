@@ -6,6 +6,7 @@ pub mod history;
 pub mod record;
 pub mod rewind;
 pub mod sandbox;
+pub mod shadow;
 pub mod workspace;
 pub mod worktree;
 
@@ -74,6 +75,8 @@ operations! {
         "Unpin a checkpoint: the retention policy applies to it again.";
     "recover" => workspace::RecoverRequest, workspace::RecoverResponse,
         "Finish interrupted restores and settle epochs whose process died.";
+    "shadow-path" => shadow::ShadowPathRequest, shadow::ShadowPathResponse,
+        "Bring the shadow git history up to date with the op log and print its git directory.";
     "log" => history::LogRequest, history::LogResponse,
         "Checkpoints and epochs of the session (or of every session), newest first.";
     "show" => history::ShowRequest, history::ShowResponse,

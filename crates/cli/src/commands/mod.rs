@@ -21,6 +21,7 @@ pub mod recover;
 pub mod restore;
 pub mod sandbox;
 pub mod serve;
+pub mod shadow_path;
 pub mod show;
 pub mod status;
 pub mod tui;
@@ -54,6 +55,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Undo(args) => restore::run_undo(cli, args),
         Command::Recover(args) => recover::run(cli, args),
         Command::Gc(args) => gc::run(cli, args),
+        Command::ShadowPath(args) => shadow_path::run(cli, args),
         Command::Pin(args) => pin::run(cli, args),
         Command::Unpin(args) => pin::run_unpin(cli, args),
         Command::Sandbox(args) => sandbox::run(cli, args),

@@ -7,6 +7,7 @@ pub(crate) mod gc;
 pub(crate) mod journal;
 pub mod oplog;
 pub mod settings;
+pub(crate) mod shadow;
 pub(crate) mod snapshots;
 
 use rusqlite::Connection;

@@ -356,11 +356,11 @@ pub fn session_changes_after(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-const EPOCH_COLS: &str =
+pub(crate) const EPOCH_COLS: &str =
     "id, pos, session, kind, state, tool, tool_call, message, owner_pid, owner_start,
     paths, pre_root, recovered, note, created_ns, settled_ns, collected_ns";
 
-fn epoch_row(r: &Row) -> rusqlite::Result<EpochRow> {
+pub(crate) fn epoch_row(r: &Row) -> rusqlite::Result<EpochRow> {
     let pid: Option<i64> = r.get(8)?;
     let start: Option<i64> = r.get(9)?;
     let paths: Option<Vec<u8>> = r.get(10)?;
@@ -458,10 +458,10 @@ pub fn change_counts(db: &Connection, epoch: &str) -> Result<(i64, i64), Error> 
         |r| Ok((r.get(0)?, r.get(1)?)),)?)
 }
 
-const CKPT_COLS: &str =
+pub(crate) const CKPT_COLS: &str =
     "id, pos, session, message, parent, label, root, payload, pinned, created_ns, collected_ns";
 
-fn ckpt_row(r: &Row) -> rusqlite::Result<CheckpointRow> {
+pub(crate) fn ckpt_row(r: &Row) -> rusqlite::Result<CheckpointRow> {
     let root: Vec<u8> = r.get(6)?;
     Ok(CheckpointRow {
         id: r.get(0)?,

@@ -28,6 +28,21 @@ impl Workspace {
         if let Some(p) = payload.as_ref().filter(|p| p.len() as u64 > cap) {
             return Err(payload_too_large(p.len() as u64, cap));
         }
+        let row = self.checkpoint_locked(session, message, parent, label, payload)?;
+        // After the workspace lock is released: the shadow history is a view, written under
+        // its own lock.
+        self.shadow_after_checkpoint(session);
+        Ok(row)
+    }
+
+    fn checkpoint_locked(
+        &self,
+        session: &str,
+        message: Option<&str>,
+        parent: Option<&str>,
+        label: Option<&str>,
+        payload: Option<Vec<u8>>,
+    ) -> Result<CheckpointRow, Error> {
         let _lock = self.lock(crate::workspace::lock::default_wait(), "checkpoint")?;
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
         self.store().checkpoint_wal_on_close();
