@@ -27,6 +27,7 @@ const COMMANDS: &[&str] = &[
     "undo",
     "recover",
     "gc",
+    "shadow-path",
     "pin",
     "unpin",
     "sandbox",
