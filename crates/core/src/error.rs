@@ -87,7 +87,7 @@ pub enum Error {
     /// The shadow git history could not be read or written (a view: rebuilding it loses
     /// nothing the op log holds).
     #[error(transparent)]
-    Shadow(#[from] crate::shadow::ShadowError),
+    Shadow(#[from] ShadowError),
     /// A file-system operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -141,4 +141,16 @@ impl Error {
             source,
         }
     }
+}
+
+/// The shadow history failed in git terms (its repository unreadable or a write refused). Here,
+/// not in `shadow`, so that every module can name the error without importing the shadow
+/// history (which imports most of them).
+#[derive(Debug, thiserror::Error)]
+#[error("shadow history: {what}: {message}; `rewind shadow-path --rebuild` writes it again from the op log")]
+pub struct ShadowError {
+    /// What was being done ("writing blob", "opening", …).
+    pub what: &'static str,
+    /// gix's error, for a person.
+    pub message: String,
 }

@@ -40,15 +40,7 @@ use crate::model::oplog::{CheckpointRow, EpochKind, EpochRow, EpochState};
 use crate::workspace::Workspace;
 use crate::Error;
 
-/// The shadow history failed in git terms (its repository unreadable or a write refused).
-#[derive(Debug, thiserror::Error)]
-#[error("shadow history: {what}: {message}; `rewind shadow-path --rebuild` writes it again from the op log")]
-pub struct ShadowError {
-    /// What was being done ("writing blob", "opening", …).
-    pub what: &'static str,
-    /// gix's error, for a person.
-    pub message: String,
-}
+pub use crate::error::ShadowError;
 
 /// For `map_err`: a gix error while doing `what`.
 pub(crate) fn git<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> Error {
