@@ -27,6 +27,17 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `rewind hook install|uninstall claude-code --project` in the workspace; what it printed.
+fn hooks(env: &Env, verb: &str) -> String {
+    let o = env
+        .cmd_here(&["hook", verb, "claude-code", "--project"])
+        .current_dir(env.root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    text(&o)
+}
+
 /// One prompt through the real CLI; `script` answers it.
 fn prompt(env: &Env, bin: &Path, script: &Value, words: &str, cont: bool) {
     let dir = env.home.path();
@@ -63,12 +74,7 @@ fn claude_code_with_rewinds_hooks() {
     let root = env.root();
     write(root, "a.txt", b"alpha\nbeta\n");
     write(root, "old.txt", b"old\n");
-    let o = env
-        .cmd_here(&["hook", "install", "claude-code", "--project"])
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    hooks(&env, "install");
     let a = root.join("a.txt").to_str().unwrap().to_string();
     let first = json!([[
         {"tool": "Read", "input": {"file_path": a}},
@@ -160,12 +166,7 @@ fn claude_codes_bash_runs_sandboxed() {
     let env = Env::new();
     let root = env.root();
     write(root, "a.txt", b"a\n");
-    let o = env
-        .cmd_here(&["hook", "install", "claude-code", "--project"])
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    hooks(&env, "install");
     // Not under /tmp: sandboxed commands get a private one, where a write would vanish
     // without being blocked.
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -248,25 +249,12 @@ fn claude_codes_bash_runs_sandboxed() {
 
     // Uninstalling takes the command away with the hooks; a command file of the user's own
     // under that name is never touched.
-    let o = env
-        .cmd_here(&["hook", "uninstall", "claude-code", "--project"])
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    hooks(&env, "uninstall");
     assert!(!slash.exists());
     std::fs::create_dir_all(slash.parent().unwrap()).unwrap();
     std::fs::write(&slash, "my own\n").unwrap();
-    let o = env
-        .cmd_here(&["hook", "install", "claude-code", "--project"])
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(text(&o).contains("left"), "{}", text(&o));
-    env.cmd_here(&["hook", "uninstall", "claude-code", "--project"])
-        .current_dir(root)
-        .output()
-        .unwrap();
+    assert!(hooks(&env, "install").contains("left"));
+    hooks(&env, "uninstall");
     assert_eq!(std::fs::read_to_string(&slash).unwrap(), "my own\n");
 }
 
@@ -283,12 +271,7 @@ fn claude_codes_rewind_command() {
     crate::common::require_bwrap();
     let env = Env::new();
     let root = env.root();
-    let o = env
-        .cmd_here(&["hook", "install", "claude-code", "--project"])
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    hooks(&env, "install");
     assert!(root.join(".claude/commands/rewind.md").exists());
     // One turn per prompt of the conversation: the fake model answers turn N with script[N].
     let ok = json!({"text": "ok"});
