@@ -107,20 +107,26 @@ pub fn run_undo(cli: &Cli, args: &UndoArgs) -> anyhow::Result<i32> {
     report(cli, &out)
 }
 
+/// Each path a restore (or a worktree merge) wrote or would write, and, for a dry run, the
+/// diff of each file it merges.
+pub(crate) fn print_steps(d: &RestoreResponse) {
+    let would = if d.applied { "" } else { "would " };
+    for s in &d.steps {
+        let merged = d.merged.iter().any(|m| m.path == s.path);
+        let action = if merged { "merge" } else { s.action.as_str() };
+        println!("{would}{action:<8} {}", s.path);
+    }
+    if !d.applied {
+        for m in &d.merged {
+            print!("{}", m.patch);
+        }
+    }
+}
+
 fn report(cli: &Cli, doc: &RestoreResponse) -> anyhow::Result<i32> {
     let refused = doc.refused;
     emit(cli.json, doc, |d| {
-        let would = if d.applied { "" } else { "would " };
-        for s in &d.steps {
-            let merged = d.merged.iter().any(|m| m.path == s.path);
-            let action = if merged { "merge" } else { s.action.as_str() };
-            println!("{would}{action:<8} {}", s.path);
-        }
-        if !d.applied {
-            for m in &d.merged {
-                print!("{}", m.patch);
-            }
-        }
+        print_steps(d);
         for c in &d.conflicts {
             eprintln!(
                 "conflict: {} was changed by {} since this session wrote it",

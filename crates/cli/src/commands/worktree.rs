@@ -168,17 +168,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             let refused = m.result.refused;
             emit(cli.json, &m, |m| {
                 let d = &m.result;
-                let would = if d.applied { "" } else { "would " };
-                for s in &d.steps {
-                    let merged = d.merged.iter().any(|x| x.path == s.path);
-                    let action = if merged { "merge" } else { s.action.as_str() };
-                    println!("{would}{action:<8} {}", s.path);
-                }
-                if !d.applied {
-                    for x in &d.merged {
-                        print!("{}", x.patch);
-                    }
-                }
+                super::restore::print_steps(d);
                 for c in &d.conflicts {
                     eprintln!(
                         "conflict: {}: {}",
