@@ -9,3 +9,28 @@ pub mod root;
 /// Directory names that are never captured and never written, wherever they appear:
 /// version-control metadata, which has its own history that a restore must never rewrite.
 pub const NEVER_CAPTURED: &[&[u8]] = &[b".git"];
+
+/// Writes `value` as pretty JSON to `dir/name` atomically (temporary file, fsync, rename,
+/// directory fsync): a reader sees the old file or the new one, never a mix.
+pub(crate) fn write_json_atomic(
+    dir: &std::path::Path,
+    name: &str,
+    value: &impl serde::Serialize,
+) -> Result<(), crate::Error> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!("{name}.{}.tmp", crate::base::random_hex()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(
+            &mut f,
+            &serde_json::to_vec_pretty(value).expect("serializable"),
+        )?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        std::fs::File::open(dir)?.sync_all()
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        crate::Error::io("writing", &path)(e)
+    })
+}

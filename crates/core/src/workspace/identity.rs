@@ -99,22 +99,7 @@ impl Record {
     /// Writes the record into `dir` atomically (temporary file, fsync, rename, directory
     /// fsync): a reader sees the old record or the new one, never a mix.
     pub fn save(&self, dir: &Path) -> Result<(), Error> {
-        let path = dir.join("workspace.json");
-        let tmp = dir.join(format!("workspace.json.{}.tmp", crate::base::random_hex()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            std::io::Write::write_all(
-                &mut f,
-                &serde_json::to_vec_pretty(self).expect("serializable"),
-            )?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)?;
-            std::fs::File::open(dir)?.sync_all()
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::io("writing", &path)(e)
-        })
+        crate::fs::write_json_atomic(dir, "workspace.json", self)
     }
 
     /// The canonical root (exact bytes).

@@ -57,22 +57,7 @@ impl WorktreeLink {
 
     /// Writes the record atomically (temporary file, fsync, rename, directory fsync).
     pub(crate) fn save(&self, dir: &Path) -> Result<(), Error> {
-        let path = dir.join(LINK_FILE);
-        let tmp = dir.join(format!("{LINK_FILE}.{}.tmp", crate::base::random_hex()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            std::io::Write::write_all(
-                &mut f,
-                &serde_json::to_vec_pretty(self).expect("serializable"),
-            )?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)?;
-            std::fs::File::open(dir)?.sync_all()
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::io("writing", &path)(e)
-        })
+        crate::fs::write_json_atomic(dir, LINK_FILE, self)
     }
 }
 
