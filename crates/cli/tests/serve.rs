@@ -309,7 +309,7 @@ fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
     let sub = watcher.call("subscribe", json!({}));
     assert_eq!(
         sub["subscribed"],
-        json!(["epoch", "checkpoint", "restore", "guard"])
+        json!(["epoch", "checkpoint", "restore", "guard", "setting"])
     );
     let mut worker = Client::socket(&sock);
     worker.call("checkpoint", json!({"session": "W", "message": "m1"}));
@@ -325,8 +325,9 @@ fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
     worker.call("restore", json!({"session": "W", "target": "m1"}));
     // Another process, the command line, is heard of too (from the op log).
     checkpoint(&env, "X", "from-the-cli");
+    json(&env, "X", &["sandbox", "mode", "read-only"], 0);
     let mut heard = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..6 {
         let n = watcher.recv();
         assert_eq!(n["method"], "event", "{n}");
         let p = &n["params"];
@@ -341,6 +342,9 @@ fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
         if p["kind"] == "checkpoint" && p["session"] == "X" {
             assert_eq!(p["detail"]["message"], "from-the-cli", "the log entry: {n}");
         }
+        if p["kind"] == "setting" {
+            assert_eq!(p["detail"]["value"], "read-only", "the log entry: {n}");
+        }
     }
     heard.sort();
     assert_eq!(
@@ -350,7 +354,8 @@ fn socket_clients_see_each_others_events_and_one_server_per_workspace() {
             "checkpoint X",
             "epoch W",
             "guard V",
-            "restore W"
+            "restore W",
+            "setting X"
         ],
         "each once"
     );

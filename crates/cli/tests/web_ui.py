@@ -6,10 +6,13 @@ msg-2, an edit (call-1) and a shell command under msg-1, an edit under msg-2, an
 edit. Checks, through the page only: the token leaves the address; the checkpoints and epochs
 are shown; an epoch's diff (unified and side by side); "Rewind to here" on msg-1 with its
 preview and confirmation, after which the files on disk are msg-1's; Undo, after which they
-are back; an epoch made by another process (the command line) appearing without a reload.
+are back; an epoch made by another process (the command line) appearing without a reload; the
+sandbox toggle in the status panel (cancel changes nothing, confirm turns the sandbox off and is
+recorded as the web UI's change, a change made from the command line shows without a reload).
 Prints OK at the end; any failure raises (exit 1) with what was expected.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -167,6 +170,49 @@ def run(d, wait):
                    check=True, env={**os.environ, "REWIND_QUIET": "1"})
     wait.until(EC.text_to_be_present_in_element((By.ID, "timeline"), "call-from-cli"))
     expect("page not reloaded", d.execute_script("return window.__noReload"), 42)
+
+    # The sandbox toggle: the status panel shows the mode; turning the sandbox off asks first.
+    wait.until(EC.text_to_be_present_in_element((By.ID, "sandbox-mode"), "workspace-write"))
+    toggle = (By.CSS_SELECTOR, "#status [data-act='sandbox-toggle']")
+    wait.until(EC.element_to_be_clickable(toggle)).click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "dialog-title"), "Turn the sandbox off?"))
+    consequence = d.find_element(By.ID, "sandbox-consequence").text
+    if "no sandbox at all" not in consequence:
+        raise AssertionError(f"the question does not say what full access means: {consequence!r}")
+    shot(d, "sandbox.png")
+    d.find_element(By.CSS_SELECTOR, "#dialog [data-act='cancel']").click()
+    expect("mode after cancel", sandbox_mode(), "workspace-write")
+    expect("mode changes after cancel", mode_changes(), [])
+
+    wait.until(EC.element_to_be_clickable(toggle)).click()
+    wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#dialog [data-act='confirm-sandbox']"))).click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "dialog-title"), "Sandbox mode: danger-full-access"))
+    expect("mode after confirming", sandbox_mode(), "danger-full-access")
+    expect("mode changes after confirming", mode_changes(), [(None, "danger-full-access", "web")])
+    d.find_element(By.CSS_SELECTOR, "#dialog [data-act='close']").click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "sandbox-mode"), "off (danger-full-access)"))
+
+    # Turned back on from the command line: the page follows without a reload.
+    subprocess.run([REWIND, "-C", ROOT, "-s", SESSION, "sandbox", "mode", "workspace-write"],
+                   check=True, env={**os.environ, "REWIND_QUIET": "1"}, stdout=subprocess.DEVNULL)
+    wait.until(lambda d: d.find_element(By.ID, "sandbox-mode").text == "workspace-write")
+    expect("page not reloaded", d.execute_script("return window.__noReload"), 42)
+
+
+def rewind_json(*args):
+    out = subprocess.run([REWIND, "-C", ROOT, "--json", *args], check=True, capture_output=True,
+                         env={**os.environ, "REWIND_QUIET": "1"})
+    return json.loads(out.stdout)
+
+
+def sandbox_mode():
+    return rewind_json("sandbox", "mode")["workspace_mode"]
+
+
+def mode_changes():
+    """(previous, value, front) of each change of the sandbox mode in the op log, oldest first."""
+    items = rewind_json("log", "--all-sessions")["items"]
+    return [(e.get("previous"), e["value"], e.get("front")) for e in reversed(items) if e["type"] == "setting"]
 
 
 if __name__ == "__main__":

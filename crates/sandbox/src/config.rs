@@ -34,12 +34,37 @@ impl Mode {
         }
     }
 
-    /// Higher is more permissive; used to let agent requests only tighten.
-    pub(crate) fn openness(self) -> u8 {
+    /// Higher is more permissive; used to let agent requests only tighten, and by the fronts
+    /// to ask before a change loosens the sandbox.
+    pub fn openness(self) -> u8 {
         match self {
             Mode::ReadOnly => 0,
             Mode::WorkspaceWrite => 1,
             Mode::DangerFullAccess => 2,
+        }
+    }
+
+    /// What `rewind sandbox toggle` (and the toggle of the web UI and the TUI) sets from this
+    /// mode: full access from any sandbox, `workspace-write` back from full access.
+    pub fn toggled(self) -> Mode {
+        match self {
+            Mode::DangerFullAccess => Mode::WorkspaceWrite,
+            _ => Mode::DangerFullAccess,
+        }
+    }
+
+    /// What commands may do under this mode, in the words every front uses when it asks
+    /// before loosening the sandbox.
+    pub fn consequence(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "commands can read but write nothing outside a private /tmp",
+            Mode::WorkspaceWrite => {
+                "commands can write the workspace only, with no network and secrets scrubbed"
+            }
+            Mode::DangerFullAccess => {
+                "commands run with no sandbox at all: they can write anywhere, use the network \
+                 and read every secret your user can"
+            }
         }
     }
 }

@@ -25,8 +25,8 @@ pub const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 const FOLLOW_WINDOW: usize = 1000;
 
 /// Every event kind: an epoch settled (or aborted), a checkpoint, a restore or undo applied,
-/// a guarded write refused.
-pub const KINDS: &[&str] = &["epoch", "checkpoint", "restore", "guard"];
+/// a guarded write refused, a workspace setting changed (the sandbox mode).
+pub const KINDS: &[&str] = &["epoch", "checkpoint", "restore", "guard", "setting"];
 
 /// One event: its kind, the session, and the operation's result (or the refusal).
 pub struct Event {
@@ -57,6 +57,7 @@ impl Event {
             ("epoch", _) if entry["state"] == "open" => return None,
             ("epoch", Some("restore")) => "restore",
             ("epoch", _) => "epoch",
+            ("setting", _) => "setting",
             _ => return None,
         };
         Some(Event {
@@ -98,6 +99,15 @@ pub fn follow(shared: Arc<Shared>) {
     });
 }
 
+/// What tells a log entry from the others: an epoch's or a checkpoint's id; a setting change
+/// has none, and its op-log position is unique.
+fn entry_key(e: &Value) -> Option<String> {
+    match e["id"].as_str() {
+        Some(id) => Some(id.to_string()),
+        None => Some(format!("pos:{}", e["pos"].as_i64()?)),
+    }
+}
+
 /// The newest [`FOLLOW_WINDOW`] entries of every session's log that are final, oldest first,
 /// by id.
 fn final_entries(svc: &Service) -> Option<Vec<(String, Event)>> {
@@ -114,7 +124,7 @@ fn final_entries(svc: &Service) -> Option<Vec<(String, Event)>> {
         items
             .iter()
             .rev()
-            .filter_map(|e| Some((e["id"].as_str()?.to_string(), Event::of_log_entry(e)?)))
+            .filter_map(|e| Some((entry_key(e)?, Event::of_log_entry(e)?)))
             .collect(),
     )
 }

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use rewind_api::{
     ApiError, Context, DiffRequest, EpochKind, LogEntry, LogItem, LogRequest, RestoreResponse,
-    Service, ShowRequest, ShowResponse, StatusRequest, StepView,
+    SandboxMode, SandboxModeRequest, SandboxModeResponse, Service, ShowRequest, ShowResponse,
+    StatusRequest, StepView,
 };
 
 use crate::diffview::DiffView;
@@ -66,6 +67,10 @@ pub enum Modal {
         /// The highlighted one.
         selected: usize,
     },
+    /// The workspace's sandbox mode, offering the toggle.
+    Sandbox(SandboxModeResponse),
+    /// Asking to toggle the sandbox mode from what the dialog showed (`toggle_to`).
+    SandboxConfirm(SandboxModeResponse),
     /// Typing the path filter.
     Filter {
         /// The text typed so far.
@@ -97,6 +102,8 @@ pub struct App {
     svc: Service,
     /// The session shown.
     pub session: String,
+    /// The workspace's sandbox mode, as of the last reload (`None`: it could not be read).
+    pub sandbox: Option<SandboxModeResponse>,
     /// Its current conversation message.
     pub head: Option<String>,
     /// The log entries loaded, newest first.
@@ -145,6 +152,7 @@ impl App {
             root,
             svc,
             session: session.to_string(),
+            sandbox: None,
             head: None,
             entries: Vec::new(),
             more: false,
@@ -181,6 +189,8 @@ impl App {
             .iter()
             .find(|s| s.session == self.session)
             .and_then(|s| s.head.clone());
+        // A change of mode is in the op log, so it moves the position and lands here.
+        self.sandbox = self.svc.sandbox_mode(&SandboxModeRequest::default()).ok();
         let log = self.svc.log(&LogRequest {
             all_sessions: false,
             limit: self.limit,
@@ -402,6 +412,7 @@ impl App {
                 KeyCode::Char('r') => self.preview_restore(),
                 KeyCode::Char('u') => self.preview(Action::Undo { epoch: None }),
                 KeyCode::Char('s') => self.open_sessions(),
+                KeyCode::Char('S') => self.open_sandbox(),
                 KeyCode::Char('/') => {
                     self.modal = Some(Modal::Filter {
                         input: self.filter.clone(),
@@ -539,6 +550,48 @@ impl App {
         self.reload()
     }
 
+    /// Shows the workspace's sandbox mode, read again now, with the toggle.
+    fn open_sandbox(&mut self) {
+        match self.svc.sandbox_mode(&SandboxModeRequest::default()) {
+            Ok(now) => {
+                self.sandbox = Some(now.clone());
+                self.modal = Some(Modal::Sandbox(now));
+            }
+            Err(e) => self.error(e),
+        }
+    }
+
+    /// Toggles the sandbox mode from what `shown` showed: refused (nothing changed) if it
+    /// changed meanwhile, as from inside the sandbox. Recorded in the op log as the TUI's.
+    fn toggle_sandbox(&mut self, shown: &SandboxModeResponse) {
+        let expect = match shown.workspace_mode.parse::<SandboxMode>() {
+            Ok(m) => m,
+            Err(e) => {
+                self.flash = Some((Level::Error, e));
+                return;
+            }
+        };
+        let done = self.svc.sandbox_mode(&SandboxModeRequest {
+            set: None,
+            toggle: true,
+            expect: Some(expect),
+            via: Some("tui".into()),
+        });
+        match done {
+            Ok(now) => {
+                self.info(format!(
+                    "sandbox mode {} -> {} (recorded in the op log)",
+                    shown.workspace_mode, now.workspace_mode
+                ));
+                self.sandbox = Some(now);
+                if let Err(e) = self.reload() {
+                    self.error(e);
+                }
+            }
+            Err(e) => self.error(e),
+        }
+    }
+
     /// Sets the path filter (empty: none).
     pub fn set_filter(&mut self, filter: &str) -> Result<(), ApiError> {
         self.filter = filter.trim().to_string();
@@ -551,6 +604,22 @@ impl App {
         };
         self.modal = match modal {
             Modal::Help => None,
+            Modal::Sandbox(now) => match key.code {
+                KeyCode::Char('t') => Some(Modal::SandboxConfirm(now)),
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => None,
+                _ => Some(Modal::Sandbox(now)),
+            },
+            Modal::SandboxConfirm(now) => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => {
+                    self.toggle_sandbox(&now);
+                    None
+                }
+                KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('q') => {
+                    self.info("nothing was changed");
+                    None
+                }
+                _ => Some(Modal::SandboxConfirm(now)),
+            },
             Modal::Filter { mut input } => match key.code {
                 KeyCode::Esc => None,
                 KeyCode::Enter => {

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
-use rewind_api::{EpochKind, EpochState, LogItem, Tag};
+use rewind_api::{EpochKind, EpochState, LogItem, SandboxMode, SandboxModeResponse, Tag};
 
 use crate::app::{App, Level, Modal, View};
 use crate::diffview::LineTag;
@@ -56,6 +56,18 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App) {
         Span::styled("  head ", Style::new().add_modifier(Modifier::DIM)),
         Span::raw(app.head.clone().unwrap_or_else(|| "none".into())),
     ];
+    spans.push(Span::styled(
+        "  sandbox ",
+        Style::new().add_modifier(Modifier::DIM),
+    ));
+    spans.push(match &app.sandbox {
+        Some(s) if s.mode == SandboxMode::DangerFullAccess.as_str() => Span::styled(
+            "off (danger-full-access)",
+            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ),
+        Some(s) => Span::raw(s.mode.clone()),
+        None => Span::styled("unknown", Style::new().fg(Color::Yellow)),
+    });
     if !app.filter.is_empty() {
         spans.push(Span::styled(
             format!("  filter {}", app.filter),
@@ -103,6 +115,8 @@ pub fn footer_line(app: &App) -> Line<'static> {
             ("esc", "cancel"),
         ],
         (Some(Modal::Help), _) => &[("any key", "close")],
+        (Some(Modal::Sandbox(_)), _) => &[("t", "toggle…"), ("esc", "close")],
+        (Some(Modal::SandboxConfirm(_)), _) => &[("y", "yes, change it"), ("n/esc", "cancel")],
         (None, View::Diff(_)) => &[
             ("j/k", "scroll"),
             ("space/b", "page"),
@@ -117,6 +131,7 @@ pub fn footer_line(app: &App) -> Line<'static> {
             ("r", "rewind here"),
             ("u", "undo"),
             ("s", "sessions"),
+            ("S", "sandbox"),
             ("/", "filter"),
             ("R", "reload"),
             ("?", "help"),
@@ -585,14 +600,52 @@ fn draw_modal(f: &mut Frame, body: Rect, app: &App, m: &Modal) {
                 inner,
             );
         }
+        Modal::Sandbox(now) => draw_sandbox(f, body, now),
+        Modal::SandboxConfirm(now) => {
+            let loosens = now.toggle_loosens;
+            let area = centred(body, 72, 9);
+            let inner = dialog(
+                f,
+                area,
+                if loosens {
+                    "Turn the sandbox off?"
+                } else {
+                    "Turn the sandbox back on?"
+                },
+                if loosens { Color::Red } else { Color::Yellow },
+            );
+            let warn = if loosens {
+                Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+            } else {
+                Style::new()
+            };
+            let lines = vec![
+                Line::styled(
+                    format!("Sandbox mode {} -> {}", now.workspace_mode, now.toggle_to),
+                    Style::new().add_modifier(Modifier::BOLD),
+                ),
+                Line::styled(format!("{}.", capitalised(&now.toggle_consequence)), warn),
+                Line::raw("For every session of this workspace, from its next command on;"),
+                Line::raw("recorded in the op log (rewind log)."),
+                Line::raw(""),
+                Line::from(vec![
+                    Span::styled(" y ", Style::new().fg(Color::Black).bg(Color::Yellow)),
+                    Span::raw(" change it    "),
+                    Span::styled(" n ", Style::new().fg(Color::Black).bg(Color::Gray)),
+                    Span::raw(" cancel"),
+                ]),
+            ];
+            f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+        }
         Modal::Help => {
-            let area = centred(body, 70, 22);
+            let area = centred(body, 70, 23);
             let inner = dialog(f, area, "Keys", ACCENT);
             let text = [
                 "timeline   j/k ↑/↓ move · g/G first/last · space/b page",
                 "           enter diff of the entry (a checkpoint: what rewinding",
                 "           to it would undo) · r rewind here · u undo newest epoch",
                 "           s switch session · / filter by path · R reload",
+                "           S sandbox mode of the workspace, t toggles it (asked)",
                 "           L load older entries · q quit",
                 "diff       j/k scroll · space/b page · n/N next/prev file",
                 "           + show more of a cut file · r rewind here · esc back",
@@ -610,6 +663,51 @@ fn draw_modal(f: &mut Frame, body: Rect, app: &App, m: &Modal) {
             ];
             f.render_widget(Paragraph::new(text.map(Line::raw).to_vec()), inner);
         }
+    }
+}
+
+/// The sandbox dialog: the mode commands run in, where it comes from, and the toggle.
+fn draw_sandbox(f: &mut Frame, body: Rect, now: &SandboxModeResponse) {
+    let area = centred(body, 72, 9);
+    let inner = dialog(f, area, "Sandbox", ACCENT);
+    let from = match now.source.as_str() {
+        "setting" => "set for this workspace",
+        "config" => "from config.toml",
+        _ => "the default",
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled("mode      ", Style::new().add_modifier(Modifier::DIM)),
+        Span::styled(now.mode.clone(), Style::new().add_modifier(Modifier::BOLD)),
+    ])];
+    match &now.tightened_by {
+        Some(file) => lines.push(Line::raw(format!(
+            "          {} is {from}; {file} tightens it",
+            now.workspace_mode
+        ))),
+        None => lines.push(Line::raw(format!("          {from}"))),
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::raw(format!(
+        "t toggles the workspace's mode to {}:",
+        now.toggle_to
+    )));
+    lines.push(Line::raw(format!("  {}.", now.toggle_consequence)));
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled(" t ", Style::new().fg(Color::Black).bg(Color::Yellow)),
+        Span::raw(" toggle (asked first)    "),
+        Span::styled(" esc ", Style::new().fg(Color::Black).bg(Color::Gray)),
+        Span::raw(" close"),
+    ]));
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// `text` with its first letter in upper case.
+fn capitalised(text: &str) -> String {
+    let mut c = text.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
     }
 }
 

@@ -300,3 +300,158 @@ fn help_lists_the_keys() {
     key(&mut app, KeyCode::Char('x'));
     assert!(app.modal.is_none());
 }
+
+/// The sandbox mode of the workspace as a service of another front reads it.
+fn sandbox_mode(ws: &Ws) -> rewind_api::SandboxModeResponse {
+    ws.svc("someone")
+        .sandbox_mode(&rewind_api::SandboxModeRequest::default())
+        .unwrap()
+}
+
+/// The sandbox-mode changes in the op log, oldest first: (previous, value, front).
+fn mode_changes(ws: &Ws) -> Vec<(Option<String>, String, Option<String>)> {
+    let log = ws
+        .svc("someone")
+        .log(&rewind_api::LogRequest {
+            all_sessions: true,
+            limit: 100,
+        })
+        .unwrap();
+    let mut out: Vec<_> = log
+        .items
+        .into_iter()
+        .filter_map(|e| match e.item {
+            rewind_api::LogItem::Setting { setting } => {
+                Some((setting.previous, setting.value, setting.front))
+            }
+            _ => None,
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
+#[test]
+fn the_sandbox_toggle_asks_first_and_records_the_change() {
+    let ws = scripted();
+    let mut app = app(&ws, "agent");
+    let screen = render(&mut app);
+    assert!(
+        screen
+            .lines()
+            .next()
+            .unwrap()
+            .contains("sandbox workspace-write"),
+        "the header shows the mode:\n{screen}"
+    );
+    assert!(screen.contains("S  sandbox"), "{screen}");
+
+    // S shows the mode and what the toggle would do.
+    key(&mut app, KeyCode::Char('S'));
+    let screen = render(&mut app);
+    snapshot("sandbox", &screen);
+    assert!(screen.contains("mode      workspace-write"), "{screen}");
+    assert!(screen.contains("the default"), "{screen}");
+    assert!(
+        screen.contains("t toggles the workspace's mode to danger-full-access"),
+        "{screen}"
+    );
+
+    // t asks, in words that say what full access means; n changes nothing.
+    key(&mut app, KeyCode::Char('t'));
+    let screen = render(&mut app);
+    snapshot("sandbox_confirm", &screen);
+    assert!(screen.contains("Turn the sandbox off?"), "{screen}");
+    assert!(screen.contains("no sandbox at all"), "{screen}");
+    assert!(screen.contains("Sandbox mode workspace-write -> danger-full-access"));
+    key(&mut app, KeyCode::Char('n'));
+    assert!(app.modal.is_none());
+    assert_eq!(sandbox_mode(&ws).workspace_mode, "workspace-write");
+    assert!(mode_changes(&ws).is_empty(), "cancelled: nothing recorded");
+
+    // S t y: full access, recorded as the TUI's change, and the header says so.
+    keys(&mut app, "Sty");
+    let now = sandbox_mode(&ws);
+    assert_eq!(
+        (now.workspace_mode.as_str(), now.source.as_str()),
+        ("danger-full-access", "setting")
+    );
+    assert_eq!(
+        mode_changes(&ws),
+        [(None, "danger-full-access".into(), Some("tui".into()))]
+    );
+    let screen = render(&mut app);
+    assert!(
+        screen
+            .lines()
+            .next()
+            .unwrap()
+            .contains("sandbox off (danger-full-access)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("sandbox mode workspace-write -> danger-full-access"),
+        "the status line says what changed:\n{screen}"
+    );
+
+    // And back: the dialog now offers to turn the sandbox on.
+    keys(&mut app, "St");
+    let screen = render(&mut app);
+    assert!(screen.contains("Turn the sandbox back on?"), "{screen}");
+    key(&mut app, KeyCode::Char('y'));
+    assert_eq!(sandbox_mode(&ws).workspace_mode, "workspace-write");
+    assert_eq!(
+        mode_changes(&ws),
+        [
+            (None, "danger-full-access".into(), Some("tui".into())),
+            (
+                Some("danger-full-access".into()),
+                "workspace-write".into(),
+                Some("tui".into())
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_sandbox_toggle_decided_on_a_stale_mode_changes_nothing() {
+    let ws = scripted();
+    let mut app = app(&ws, "agent");
+    keys(&mut app, "St");
+    // Meanwhile someone else turns the sandbox off from the command line.
+    ws.svc("someone")
+        .sandbox_mode(&rewind_api::SandboxModeRequest {
+            set: Some(rewind_api::SandboxMode::DangerFullAccess),
+            via: Some("cli".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    // Confirming the TUI's "turn it off" must not flip it back on.
+    key(&mut app, KeyCode::Char('y'));
+    let screen = render(&mut app);
+    assert!(screen.contains("changed meanwhile"), "{screen}");
+    assert_eq!(sandbox_mode(&ws).workspace_mode, "danger-full-access");
+    assert_eq!(
+        mode_changes(&ws),
+        [(None, "danger-full-access".into(), Some("cli".into()))]
+    );
+}
+
+#[test]
+fn another_process_changing_the_sandbox_mode_shows_in_the_header() {
+    let ws = scripted();
+    let mut app = app(&ws, "agent");
+    ws.svc("someone")
+        .sandbox_mode(&rewind_api::SandboxModeRequest {
+            set: Some(rewind_api::SandboxMode::ReadOnly),
+            via: Some("cli".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(app.refresh_if_changed(), "a mode change moves the op log");
+    let screen = render(&mut app);
+    assert!(
+        screen.lines().next().unwrap().contains("sandbox read-only"),
+        "{screen}"
+    );
+}

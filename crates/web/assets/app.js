@@ -376,12 +376,61 @@
   }
 
   async function loadSandbox() {
-    try {
-      state.sandbox = await rpc("sandbox.check");
-    } catch (err) {
-      state.sandbox = { ok: false, error: err.data?.message || err.message, mode: err.data?.data?.mode };
-    }
+    const [check, mode] = await batch([["sandbox.check", {}], ["sandbox.mode", {}]]);
+    state.sandbox = check.error
+      ? { ok: false, error: check.error.data?.message || check.error.message, mode: check.error.data?.data?.mode }
+      : check;
+    state.sandboxMode = mode.error ? null : mode;
     drawStatus();
+  }
+
+  /** The workspace's sandbox mode, offering the toggle; each change is asked for first. */
+  function sandboxLine() {
+    const m = state.sandboxMode;
+    if (!m) return '<span class="muted">mode unknown</span>';
+    const off = m.mode === "danger-full-access";
+    const from = { setting: "set for this workspace", config: "from config.toml" }[m.source] || "the default";
+    const sb = state.sandbox;
+    const works = off ? "" : !sb ? ' · <span class="muted">checking…</span>'
+      : sb.ok ? ` · <span class="good">works</span>${sb.network ? " · network on" : ""}`
+      : ` · <span class="bad">unavailable</span> <span class="muted">${esc(sb.error?.message || sb.error || "")}</span>`;
+    return `<span id="sandbox-mode" class="${off ? "bad" : ""}">${off ? "off (danger-full-access)" : esc(m.mode)}</span>${works}` +
+      `<div class="muted">${m.tightened_by ? `${esc(m.workspace_mode)} is ${from}; ${esc(m.tightened_by)} tightens it` : from}</div>` +
+      `<button class="small" data-act="sandbox-toggle">${m.toggle_loosens ? "Turn off…" : "Turn back on…"}</button>`;
+  }
+
+  function openSandboxToggle() {
+    const m = state.sandboxMode;
+    if (!m) return;
+    const off = m.toggle_loosens;
+    const body = dialog(`<h1 id="dialog-title">${off ? "Turn the sandbox off?" : "Turn the sandbox back on?"}</h1>` +
+      `<p>Sandbox mode <code>${esc(m.workspace_mode)}</code> &rarr; <code>${esc(m.toggle_to)}</code></p>` +
+      `<div class="callout ${off ? "danger" : ""}" id="sandbox-consequence">${esc(m.toggle_consequence.charAt(0).toUpperCase() + m.toggle_consequence.slice(1))}.</div>` +
+      "<p>For every session of this workspace, from its next command on. The change is recorded in the op log (<code>rewind log</code>).</p>" +
+      `<div class="dialog-actions" id="actions"><button data-act="cancel">Cancel</button><button class="${off ? "danger" : "primary"}" data-act="confirm-sandbox">${off ? "Turn the sandbox off" : "Turn the sandbox on"}</button></div>`);
+    body.querySelector('[data-act="cancel"]').addEventListener("click", closeDialog);
+    body.querySelector('[data-act="confirm-sandbox"]').addEventListener("click", async () => {
+      body.querySelectorAll("button").forEach((b) => (b.disabled = true));
+      let now;
+      try {
+        now = await rpc("sandbox.mode", { toggle: true, expect: m.workspace_mode, via: "web" });
+      } catch (err) {
+        // Changed meanwhile (or refused): nothing was written; show the mode as it is now.
+        dialog(`<h1 id="dialog-title">Not changed</h1><p class="error">${esc(err.message)}</p>` +
+          '<div class="dialog-actions"><button data-act="close">Close</button></div>')
+          .querySelector('[data-act="close"]').addEventListener("click", closeDialog);
+        loadSandbox().catch(() => {});
+        return;
+      }
+      state.sandboxMode = now;
+      drawStatus();
+      dialog(`<h1 id="dialog-title">Sandbox mode: ${esc(now.mode)}</h1>` +
+        `<div class="callout ok">Changed from <code>${esc(m.workspace_mode)}</code>; recorded in the op log.</div>` +
+        '<div class="dialog-actions"><button class="primary" data-act="close">Done</button></div>')
+        .querySelector('[data-act="close"]').addEventListener("click", closeDialog);
+      loadSandbox().catch(() => {});
+    });
+    body.querySelector('[data-act="cancel"]').focus();
   }
 
   function drawStatus() {
@@ -391,10 +440,7 @@
     const meter = budget
       ? `<div class="meter ${used > budget ? "over" : ""}"><span data-width="${Math.min(100, (100 * used) / budget).toFixed(1)}%"></span></div>`
       : "";
-    const sb = state.sandbox;
-    const sandbox = !sb ? '<span class="muted">checking…</span>'
-      : sb.ok ? `<span class="good">works</span> · ${esc(sb.mode)}${sb.network ? " · network on" : ""}`
-      : `<span class="bad">unavailable</span> <span class="muted">${esc(sb.error?.message || sb.error || "")}</span>`;
+    const sandbox = sandboxLine();
     const open = s.open_epochs.length
       ? s.open_epochs.map((e) => `<div><span class="badge open">open</span>${esc(e.tool || e.kind)} <span class="muted">${esc(e.session)}</span></div>`).join("")
       : '<span class="muted">none</span>';
@@ -457,6 +503,7 @@
     source.onmessage = (m) => {
       const ev = JSON.parse(m.data);
       const e = ev.detail;
+      if (ev.kind === "setting") return void loadSandbox().catch(() => {});
       if (ev.kind === "guard" || !e || !e.id) return;
       const i = state.log.findIndex((x) => x.id === e.id);
       if (i >= 0) state.log[i] = e;
@@ -479,6 +526,9 @@
       if (li) chooseSession(li.dataset.session);
     });
     $("filter").addEventListener("input", () => drawTimeline());
+    $("status").addEventListener("click", (ev) => {
+      if (ev.target.closest('[data-act="sandbox-toggle"]')) openSandboxToggle();
+    });
     document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("dialog").hidden) closeDialog(); });
     $("dialog").addEventListener("click", (ev) => { if (ev.target === $("dialog")) closeDialog(); });
     // After the load event: a stream opened before it would keep the page "loading" forever.

@@ -173,6 +173,13 @@ pub struct SandboxModeResponse {
     /// The change this request recorded; `null` when it only showed the mode or the mode was
     /// already the one asked for.
     pub changed: Option<rewind_core::SettingRow>,
+    /// What `toggle` would set now (from `workspace_mode`).
+    pub toggle_to: String,
+    /// Whether that toggle loosens the sandbox: fronts ask for confirmation first, in the
+    /// words of `toggle_consequence`.
+    pub toggle_loosens: bool,
+    /// What commands may do under `toggle_to`.
+    pub toggle_consequence: String,
 }
 
 /// The environment variable the sandbox sets for the commands it runs (see `docs/sandbox.md`):
@@ -236,10 +243,7 @@ impl Service {
         };
         let wanted = match (req.set, req.toggle) {
             (Some(m), _) => Some(m),
-            (None, true) if own == SandboxMode::DangerFullAccess => {
-                Some(SandboxMode::WorkspaceWrite)
-            }
-            (None, true) => Some(SandboxMode::DangerFullAccess),
+            (None, true) => Some(own.toggled()),
             (None, false) => None,
         };
         let mut changed = None;
@@ -287,6 +291,9 @@ impl Service {
             source: if changed.is_some() { "setting" } else { source }.to_string(),
             tightened_by: (effective != own_now).then(|| rewind_core::WORKSPACE_CONFIG.to_string()),
             changed,
+            toggle_to: own_now.toggled().to_string(),
+            toggle_loosens: own_now.toggled().openness() > own_now.openness(),
+            toggle_consequence: own_now.toggled().consequence().to_string(),
         })
     }
 

@@ -101,18 +101,12 @@ fn set_mode(cli: &Cli, mode: Option<Mode>, yes: bool) -> anyhow::Result<i32> {
     let svc = super::service(cli)?;
     let now = svc.sandbox_mode(&SandboxModeRequest::default())?;
     let from: Mode = now.workspace_mode.parse().map_err(anyhow::Error::msg)?;
-    let to = mode.unwrap_or(if from == Mode::DangerFullAccess {
-        Mode::WorkspaceWrite
-    } else {
-        Mode::DangerFullAccess
-    });
-    if strictness(to) < strictness(from) {
-        let what = if to == Mode::DangerFullAccess {
-            "commands will run with no sandbox at all: they can write anywhere and use the network"
-        } else {
-            "commands will be able to write the workspace"
-        };
-        let question = format!("Sandbox mode {from} -> {to}: {what}. Change it?");
+    let to = mode.unwrap_or(from.toggled());
+    if to.openness() > from.openness() {
+        let question = format!(
+            "Sandbox mode {from} -> {to}: {}. Change it?",
+            to.consequence()
+        );
         let refusal =
             format!("refusing to loosen the sandbox ({from} -> {to}) without confirmation");
         if !crate::confirm::confirm(yes, &question, refusal)? {
@@ -128,15 +122,6 @@ fn set_mode(cli: &Cli, mode: Option<Mode>, yes: bool) -> anyhow::Result<i32> {
     })?;
     output::emit(cli.json, &doc, print_mode)?;
     Ok(exit::OK)
-}
-
-/// How much a mode confines: read-only > workspace-write > danger-full-access.
-fn strictness(m: Mode) -> u8 {
-    match m {
-        Mode::ReadOnly => 2,
-        Mode::WorkspaceWrite => 1,
-        Mode::DangerFullAccess => 0,
-    }
 }
 
 fn print_mode(d: &SandboxModeResponse) {
