@@ -252,7 +252,11 @@ fn tools_have_schemas_for_a_model_and_results_match_them() {
             "diff",
             "restore",
             "undo",
-            "status"
+            "status",
+            "worktree_create",
+            "worktree_list",
+            "worktree_merge",
+            "worktree_discard"
         ]
     );
     for t in &tools {
@@ -277,6 +281,17 @@ fn tools_have_schemas_for_a_model_and_results_match_them() {
         restore["inputSchema"]["properties"]["dry_run"]["default"],
         true
     );
+    // So does worktree_merge's: a merge is previewed unless asked otherwise.
+    let merge = tools
+        .iter()
+        .find(|t| t["name"] == "worktree_merge")
+        .unwrap();
+    assert_eq!(
+        merge["inputSchema"]["properties"]["dry_run"]["default"],
+        true
+    );
+    assert_eq!(annotation("worktree_merge", "destructiveHint"), true);
+    assert_eq!(annotation("worktree_list", "readOnlyHint"), true);
     assert!(s.finish().success());
 }
 
@@ -361,8 +376,9 @@ fn print_config_for_each_client() {
 }
 
 /// A sandbox that cannot run (no bwrap on PATH) with `--sandbox workspace-write`: `run` is
-/// refused as a result the model reads and nothing runs; without
-/// `--sandbox` the server says on stderr that it runs commands unsandboxed.
+/// refused as a result the model reads and nothing runs. Without `--sandbox` the same (fail
+/// closed: the workspace's mode is a sandbox, so nothing runs open), with a warning on stderr;
+/// only the user's explicit full access runs the command.
 #[test]
 fn a_sandbox_that_cannot_run_is_an_is_error_result() {
     let env = Env::new();
@@ -387,6 +403,18 @@ fn a_sandbox_that_cannot_run_is_an_is_error_result() {
         assert_eq!(item["changes"], 0, "{log}");
     }
 
+    // No --sandbox: the workspace's mode (workspace-write) still refuses.
+    let mut cmd = env.cmd(&["-s", "nobwrap", "mcp"]);
+    cmd.env("PATH", empty.path());
+    let mut s = Raw::start_cmd(cmd);
+    s.call(2, "run", json!({"command": "echo ran > ran.txt"}));
+    let r = s.recv();
+    let r = &r["result"];
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["error"]["kind"], "sandbox", "{r}");
+    assert!(!env.root().join("ran.txt").exists(), "ran open");
+    assert!(s.finish().success());
+
     let o = env
         .cmd(&["-s", "nobwrap", "mcp"])
         .env("PATH", empty.path())
@@ -395,7 +423,23 @@ fn a_sandbox_that_cannot_run_is_an_is_error_result() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("unsandboxed"), "{err}");
+    assert!(err.contains("will refuse commands"), "{err}");
+
+    // The user's explicit full access for this workspace: the command runs, unsandboxed.
+    json(
+        &env,
+        "nobwrap",
+        &["sandbox", "mode", "danger-full-access", "--yes"],
+        0,
+    );
+    let mut s = Raw::start_cmd(env.cmd(&["-s", "nobwrap", "mcp"]));
+    s.call(3, "run", json!({"command": "echo ran > ran.txt"}));
+    let r = s.recv();
+    let r = &r["result"];
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["sandbox"], "none", "{r}");
+    assert!(env.root().join("ran.txt").exists());
+    assert!(s.finish().success());
 }
 
 /// `run`'s timeout stops the command (exit 124, `timed_out`), its output is capped at 30000

@@ -16,6 +16,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 EXPECTED_TOOLS = {
     "read_file", "write_file", "edit_file", "apply_patch", "run", "checkpoint", "log",
     "diff", "restore", "undo", "status",
+    "worktree_create", "worktree_list", "worktree_merge", "worktree_discard",
 }
 
 
@@ -175,6 +176,32 @@ async def main(binary, root, mode, session):
             r = await call("diff", {"target": start})
             check("files" in r.structured_content, r.structured_content)
             await call("status", {})
+
+            # A worktree: another agent's copy, its work merged back after a preview.
+            r = await call("worktree_create", {"name": "side"})
+            wt = r.structured_content["path"]
+            check(not wt.startswith(root + os.sep) and disk(wt, "a.txt") == disk(root, "a.txt"),
+                  f"worktree {wt}")
+            with open(os.path.join(wt, "side.txt"), "w") as f:
+                f.write("from the worktree\n")
+            r = await call("worktree_list", {})
+            listed = {w["name"]: w for w in r.structured_content["worktrees"]}
+            check(listed["side"]["worktree_changes"] == 1, listed)
+            r = await call("worktree_merge", {"name": "side"})
+            check([st["path"] for st in r.structured_content["steps"]] == ["side.txt"],
+                  r.structured_content)
+            check(disk(root, "side.txt") is None, "the merge preview wrote")
+            await call("worktree_merge", {"name": "side", "dry_run": False})
+            check(disk(root, "side.txt") == "from the worktree\n", disk(root, "side.txt"))
+            await call("undo", {})
+            check(disk(root, "side.txt") is None, "undo left the merged file")
+            r = await call("worktree_discard", {"name": "side"}, error=True)
+            check("force" in text_of(r), text_of(r))
+            check(os.path.isdir(wt), "a refused discard removed the worktree")
+            await call("worktree_discard", {"name": "side", "force": True})
+            check(not os.path.exists(wt), "the worktree is still there")
+            r = await call("worktree_list", {})
+            check(r.structured_content["worktrees"] == [], r.structured_content)
 
             r = await call("read_file", {"path": 7}, error=True)
             check("invalid arguments" in text_of(r), text_of(r))

@@ -53,7 +53,7 @@ pub(crate) enum RunMode {
     Fixed(SandboxMode),
     /// Under the workspace's mode, read at each call (a toggle applies to the next call).
     Workspace,
-    /// As plain child processes: no sandbox was asked for and none works here.
+    /// As plain child processes: `--sandbox danger-full-access`, the user's explicit choice.
     Plain,
 }
 
@@ -76,17 +76,20 @@ impl Server {
         let run_mode = match opts.sandbox {
             Some(SandboxMode::DangerFullAccess) => RunMode::Plain,
             Some(m) => RunMode::Fixed(m),
-            None => match svc.sandbox_check(&Default::default()) {
-                Ok(_) => RunMode::Workspace,
-                Err(e) => {
+            None => {
+                // Fail closed: a sandbox that cannot run here refuses each `run` (a result the
+                // model reads), never runs it open. Only the user's explicit
+                // `danger-full-access` (the workspace's mode or --sandbox) runs unsandboxed.
+                if let Err(e) = svc.sandbox_check(&Default::default()) {
                     eprintln!(
-                        "rewind mcp: the sandbox does not work here ({}); `run` runs commands \
-                         unsandboxed (give --sandbox workspace-write to refuse instead)",
+                        "rewind mcp: warning: the sandbox does not work here ({}); `run` will \
+                         refuse commands until it does, or until you choose full access for \
+                         this workspace (rewind sandbox mode danger-full-access)",
                         e.message
                     );
-                    RunMode::Plain
                 }
-            },
+                RunMode::Workspace
+            }
         };
         Ok(Server {
             svc: Arc::new(Mutex::new(svc)),

@@ -161,6 +161,50 @@ struct UndoArgs {
 #[serde(deny_unknown_fields)]
 struct StatusArgs {}
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WorktreeCreateArgs {
+    /// Its name: letters, digits, `-`, `_`, `.`; unique among this workspace's worktrees.
+    name: String,
+    /// Start from this checkpoint (id or message id, from `log`) instead of the workspace as
+    /// it is now.
+    #[serde(default)]
+    from: Option<String>,
+    /// Copy ignored files too (build output, dependencies; never `.git`). Default: false.
+    #[serde(default)]
+    include_ignored: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WorktreeListArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WorktreeMergeArgs {
+    /// The worktree's name.
+    name: String,
+    /// Only preview: return the plan (each path, and conflicts where both sides changed the
+    /// same lines), write nothing (default: true). Call again with false to apply.
+    #[serde(default = "yes")]
+    dry_run: bool,
+    /// Take the worktree's side of every conflict (what it overwrites here is kept and undo
+    /// brings it back). Only when the user asked for it.
+    #[serde(default)]
+    force: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WorktreeDiscardArgs {
+    /// The worktree's name.
+    name: String,
+    /// Discard it even though it holds changes not merged here (they are lost). Only when the
+    /// user asked for it.
+    #[serde(default)]
+    force: bool,
+}
+
 /// What `run` returns.
 #[derive(Serialize, JsonSchema)]
 struct RunResult {
@@ -334,6 +378,47 @@ const SPECS: &[Spec] = &[
         input: input::<StatusArgs>,
         op: Some("status"),
         annotations: read_only,
+    },
+    Spec {
+        name: "worktree_create",
+        title: "Create a worktree",
+        description: "Make an isolated copy of the workspace (or of a checkpoint's files) \
+            outside it, for work in parallel that must not touch this workspace until merged. \
+            Returns its path: another agent works there (its own `rewind mcp -C PATH`, or \
+            commands run in that directory); worktree_merge brings its changes back here.",
+        input: input::<WorktreeCreateArgs>,
+        op: Some("worktree.create"),
+        annotations: writes,
+    },
+    Spec {
+        name: "worktree_list",
+        title: "Worktrees",
+        description: "This workspace's worktrees: name, path, base, and the paths each side \
+            changed since the worktree was made.",
+        input: input::<WorktreeListArgs>,
+        op: Some("worktree.list"),
+        annotations: read_only,
+    },
+    Spec {
+        name: "worktree_merge",
+        title: "Merge a worktree",
+        description: "Bring a worktree's changes since it was made into this workspace, \
+            three-way: a path only the worktree changed is taken, a text file both sides \
+            changed is merged line by line when the changes do not overlap, anything else is \
+            a conflict (refused, nothing changed). By default only previews (dry_run: true); \
+            call again with dry_run: false to apply. Recorded as one change: undo takes it back.",
+        input: input::<WorktreeMergeArgs>,
+        op: Some("worktree.merge"),
+        annotations: destructive,
+    },
+    Spec {
+        name: "worktree_discard",
+        title: "Discard a worktree",
+        description: "Delete a worktree's copy and its history. Refused while it holds changes \
+            not merged here, unless force (they are lost).",
+        input: input::<WorktreeDiscardArgs>,
+        op: Some("worktree.discard"),
+        annotations: destructive,
     },
 ];
 
@@ -528,6 +613,25 @@ async fn dispatch(
             let _: StatusArgs = args(name, raw)?;
             done(op(server, "status", json!({})).await?)
         }
+        "worktree_create" => {
+            let a: WorktreeCreateArgs = args(name, raw)?;
+            let p = json!({"name": a.name, "from": a.from, "include_ignored": a.include_ignored});
+            done(op(server, "worktree.create", p).await?)
+        }
+        "worktree_list" => {
+            let _: WorktreeListArgs = args(name, raw)?;
+            done(op(server, "worktree.list", json!({})).await?)
+        }
+        "worktree_merge" => {
+            let a: WorktreeMergeArgs = args(name, raw)?;
+            let p = json!({"name": a.name, "dry_run": a.dry_run, "force": a.force});
+            rewound(op(server, "worktree.merge", p).await?)
+        }
+        "worktree_discard" => {
+            let a: WorktreeDiscardArgs = args(name, raw)?;
+            let p = json!({"name": a.name, "force": a.force});
+            done(op(server, "worktree.discard", p).await?)
+        }
         _ => unreachable!("checked by call"),
     })
 }
@@ -592,12 +696,9 @@ async fn run_mode(
             "sandbox: {e} (read-only or workspace-write)"
         )))
     })?;
-    let strictness = |m: Option<SandboxMode>| match m {
-        Some(SandboxMode::ReadOnly) => 2,
-        Some(SandboxMode::WorkspaceWrite) => 1,
-        _ => 0,
-    };
-    if strictness(Some(asked)) < strictness(base) {
+    // No sandbox at all (`None`) is as open as full access.
+    let openness = |m: Option<SandboxMode>| m.map_or(2, |m| m.openness());
+    if openness(Some(asked)) > openness(base) {
         return Err(refused(&ApiError::new(
             ErrorKind::Sandbox,
             format!(

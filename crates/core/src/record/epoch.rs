@@ -371,7 +371,9 @@ impl Workspace {
                         self.record_found(&found, &epoch.session, Some(&epoch.id))?;
                         oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
                     })?;
+                    crate::base::trace::phase("settle: recorded");
                     self.save_and_keep_state(found)?;
+                    crate::base::trace::phase("settle: state saved");
                 }
             }
         }
