@@ -59,6 +59,9 @@ pub struct ObjectCost {
 pub struct SweepPlan {
     /// Dead objects kept in packs.
     dead_packed: Vec<ObjectId>,
+    /// Of those, the ones in packs that stay (neither rewritten nor deleted): their index rows
+    /// go one by one; the others' go with their packs' rows.
+    dead_kept: Vec<ObjectId>,
     /// Dead objects kept inline in the index.
     dead_inline: Vec<ObjectId>,
     /// Packs (row id, name) whose live objects are rewritten, then deleted.
@@ -185,6 +188,7 @@ impl Store {
         let by_pack = self.index.objects_by_pack()?;
         let mut plan = SweepPlan {
             dead_packed: Vec::new(),
+            dead_kept: Vec::new(),
             dead_inline: Vec::new(),
             rewrite: Vec::new(),
             delete: Vec::new(),
@@ -228,6 +232,8 @@ impl Store {
                 plan.stats.objects_moved += live_e.len() as u64;
                 plan.stats.bytes_freed += size;
                 moved_bytes += live_bytes;
+            } else {
+                plan.dead_kept.extend(dead_e.iter().map(|e| e.id));
             }
         }
         let mut inline_live_bytes = 0u64;
@@ -322,8 +328,14 @@ impl Store {
                 }
             }
             if !ok {
-                // Left as it is: fsck names the damage; its dead rows still go.
+                // Left as it is: fsck names the damage; its dead rows still go, one by one.
                 plan.stats.packs_deleted -= 1;
+                plan.dead_kept.extend(
+                    entries
+                        .iter()
+                        .filter(|e| !live.contains(&e.id))
+                        .map(|e| e.id),
+                );
                 continue;
             }
             for (e, stored) in copies {
@@ -395,17 +407,21 @@ impl Store {
         if own {
             conn.execute_batch("BEGIN IMMEDIATE")?;
         }
+        // The packs that go: every row still naming one after the new packs' rows are in must
+        // be a dead object's, and all of them are deleted by one scan (there is no index by
+        // pack; a lookup per pack would be a scan per pack).
+        let doomed: HashSet<i64> = plan
+            .rewrite
+            .iter()
+            .chain(&plan.delete)
+            .map(|(id, _)| *id)
+            .collect();
+        let in_doomed = {
+            let mut ids: Vec<i64> = doomed.iter().copied().collect();
+            ids.sort_unstable();
+            ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+        };
         let result = (|| -> Result<()> {
-            {
-                let mut del = conn.prepare_cached("DELETE FROM store_objects WHERE id = ?1")?;
-                for id in &plan.dead_packed {
-                    del.execute([&id.0[..]])?;
-                }
-                let mut del = conn.prepare_cached("DELETE FROM store_inline WHERE id = ?1")?;
-                for id in plan.dead_inline.iter().chain(&plan.inline_moves) {
-                    del.execute([&id.0[..]])?;
-                }
-            }
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs() as i64)
@@ -433,18 +449,42 @@ impl Store {
                     ])?;
                 }
             }
-            for (pack_id, _) in plan.rewrite.iter().chain(&plan.delete) {
-                // Rows still naming it (an object that raced in twice): none should be left.
-                let left: i64 = conn.query_row(
-                    "SELECT count(*) FROM store_objects WHERE pack = ?1",
-                    [pack_id],
-                    |r| r.get(0),
-                )?;
-                if left > 0 {
-                    return Err(Error::Format(format!(
-                        "pack row {pack_id} still holds {left} live objects after the repack"
-                    )));
+            if !doomed.is_empty() {
+                let dead: HashSet<&ObjectId> = plan.dead_packed.iter().collect();
+                let mut st = conn.prepare(&format!(
+                    "SELECT id, pack FROM store_objects WHERE pack IN ({in_doomed})"
+                ))?;
+                let mut rows = st.query([])?;
+                while let Some(r) = rows.next()? {
+                    let id: Vec<u8> = r.get(0)?;
+                    let live =
+                        <[u8; 32]>::try_from(id).map_or(true, |id| !dead.contains(&ObjectId(id)));
+                    if live {
+                        // A live object the repack did not copy (one that raced in twice):
+                        // deleting its pack would lose it.
+                        let pack: i64 = r.get(1)?;
+                        return Err(Error::Format(format!(
+                            "pack row {pack} still holds live objects after the repack"
+                        )));
+                    }
                 }
+                conn.execute(
+                    &format!("DELETE FROM store_objects WHERE pack IN ({in_doomed})"),
+                    [],
+                )?;
+            }
+            {
+                // Dead objects in packs that stay (mostly live): their rows only.
+                let mut del = conn.prepare_cached("DELETE FROM store_objects WHERE id = ?1")?;
+                for id in &plan.dead_kept {
+                    del.execute([&id.0[..]])?;
+                }
+                let mut del = conn.prepare_cached("DELETE FROM store_inline WHERE id = ?1")?;
+                for id in plan.dead_inline.iter().chain(&plan.inline_moves) {
+                    del.execute([&id.0[..]])?;
+                }
+            }
+            for pack_id in &doomed {
                 conn.execute("DELETE FROM store_packs WHERE id = ?1", [pack_id])?;
             }
             Ok(())

@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
 use rewind_store::{EntryKind, ObjectCost, ObjectId, ObjectKind, Store};
 
 use crate::model::entry::Entry;
@@ -43,7 +44,8 @@ pub(crate) struct Marks {
 }
 
 /// Marks every root (with its anchor) down to the last chunk. Roots are visited from the
-/// largest anchor down, so an object's first visit gives its anchor and nothing is read twice.
+/// largest anchor down, so an object's first visit gives its anchor and nothing is read twice;
+/// within a root, the objects of one level are read in parallel.
 /// A missing object is skipped (nothing is lost by not keeping it); a tree or file object that
 /// cannot be read for another reason stops the mark: never delete on doubt.
 pub(crate) fn mark(
@@ -78,47 +80,67 @@ fn mark_from(
     mut anchor: HashMap<ObjectId, i64>,
 ) -> Result<Marks, Error> {
     roots.sort_by_key(|(a, _)| std::cmp::Reverse(*a));
-    let mut stack: Vec<ObjectId> = Vec::new();
     for (a, root) in roots {
         if a == GONE {
             continue;
         }
-        match root {
-            Root::Tree(id) => stack.push(id),
+        // One root at a time, in anchor order (so an object's first visit is its anchor), but
+        // breadth first within it: each level's trees and file objects are read on every core.
+        let mut level: Vec<ObjectId> = match root {
+            Root::Tree(id) => vec![id],
             Root::Entry(e) => match e.kind {
-                EntryKind::File | EntryKind::Symlink | EntryKind::Dir => stack.push(e.id),
-                EntryKind::Uncovered => {}
+                EntryKind::File | EntryKind::Symlink | EntryKind::Dir => vec![e.id],
+                EntryKind::Uncovered => continue,
             },
-        }
-        while let Some(id) = stack.pop() {
-            if id.is_zero() || anchor.contains_key(&id) {
-                continue;
+        };
+        while !level.is_empty() {
+            let mut to_read = Vec::new();
+            for id in level.drain(..) {
+                if id.is_zero() || anchor.contains_key(&id) {
+                    continue;
+                }
+                let Some(cost) = costs.get(&id) else {
+                    continue; // not stored: nothing to keep
+                };
+                anchor.insert(id, a);
+                if cost.kind != ObjectKind::Blob {
+                    to_read.push((id, cost.kind));
+                }
             }
-            let Some(cost) = costs.get(&id) else {
-                continue; // not stored: nothing to keep
+            let read = |(id, kind): &(ObjectId, ObjectKind)| refers_to(store, *id, *kind);
+            let children: Vec<Result<Vec<ObjectId>, Error>> = if to_read.len() < 2 {
+                to_read.iter().map(read).collect()
+            } else {
+                to_read.par_iter().map(read).collect()
             };
-            anchor.insert(id, a);
-            match cost.kind {
-                ObjectKind::Blob => {}
-                ObjectKind::File => match store.file_chunks(&id) {
-                    Ok(chunks) => stack.extend(chunks),
-                    Err(rewind_store::Error::Missing { .. }) => {}
-                    Err(e) => return Err(doubt(id, e)),
-                },
-                ObjectKind::Tree => match store.read_tree(&id) {
-                    Ok(tree) => stack.extend(
-                        tree.entries()
-                            .iter()
-                            .filter(|e| e.kind != EntryKind::Uncovered)
-                            .map(|e| e.id),
-                    ),
-                    Err(rewind_store::Error::Missing { .. }) => {}
-                    Err(e) => return Err(doubt(id, e)),
-                },
+            for c in children {
+                level.extend(c?);
             }
         }
     }
     Ok(Marks { anchor })
+}
+
+/// What a tree or file object refers to: its entries' or chunks' ids. A missing object refers
+/// to nothing (nothing is lost by not keeping it); one that cannot be read for another reason
+/// stops the mark: never delete on doubt.
+fn refers_to(store: &Store, id: ObjectId, kind: ObjectKind) -> Result<Vec<ObjectId>, Error> {
+    let read = match kind {
+        ObjectKind::Blob => return Ok(Vec::new()),
+        ObjectKind::File => store.file_chunks(&id),
+        ObjectKind::Tree => store.read_tree(&id).map(|tree| {
+            tree.entries()
+                .iter()
+                .filter(|e| e.kind != EntryKind::Uncovered)
+                .map(|e| e.id)
+                .collect()
+        }),
+    };
+    match read {
+        Ok(ids) => Ok(ids),
+        Err(rewind_store::Error::Missing { .. }) => Ok(Vec::new()),
+        Err(e) => Err(doubt(id, e)),
+    }
 }
 
 fn doubt(id: ObjectId, e: rewind_store::Error) -> Error {

@@ -313,6 +313,7 @@ impl Workspace {
             for (session, pos) in &d.fingerprints {
                 db::gc::forget_fingerprints(&self.db(), session, *pos)?;
             }
+            crate::base::trace::phase("gc: history marked collected");
             self.store().commit_sweep(&plan)?;
             Ok(())
         })?;
