@@ -458,31 +458,14 @@ impl Workspace {
                 roots.push((KEPT, Root::Tree(root)));
             }
         }
-        for s in db::gc::unfinished_plans(&db)? {
-            roots.extend(s.before.map(|b| (KEPT, Root::Entry(b))));
-            roots.extend(s.after.map(|b| (KEPT, Root::Entry(b))));
-        }
+        roots.extend(unfinished_plan_roots(&db)?);
         drop(db);
         // A worktree made since the mark (from a checkpoint's tree, say).
         for b in crate::worktree::base_trees(self.home(), self.id()) {
             roots.push((KEPT, Root::Tree(b)));
         }
         if stat_cache_changed {
-            let state = State::load(&self.state_path());
-            roots.push((KEPT, Root::Tree(state.root)));
-            for entries in state.dirs.values() {
-                for e in entries {
-                    roots.push((
-                        KEPT,
-                        Root::Entry(crate::model::entry::Entry {
-                            kind: e.kind,
-                            mode: e.mode,
-                            size: e.size,
-                            id: e.id,
-                        }),
-                    ));
-                }
-            }
+            roots.extend(self.stat_cache_roots());
         }
         let costs = self.store().object_costs()?;
         let more = mark::mark_more(self.store(), &costs, roots, &d.live)?;
@@ -524,10 +507,7 @@ impl Workspace {
         for e in db::gc::last_known_entries(&db)? {
             roots.push((KEPT, Root::Entry(e)));
         }
-        for s in db::gc::unfinished_plans(&db)? {
-            roots.extend(s.before.map(|b| (KEPT, Root::Entry(b))));
-            roots.extend(s.after.map(|b| (KEPT, Root::Entry(b))));
-        }
+        roots.extend(unfinished_plan_roots(&db)?);
         for (root, pos) in db::gc::snapshot_roots(&db)? {
             if d.forget_snapshots_at.is_none_or(|at| pos > at) {
                 roots.push((KEPT, Root::Tree(root)));
@@ -537,21 +517,7 @@ impl Workspace {
         for b in crate::worktree::base_trees(self.home(), self.id()) {
             roots.push((KEPT, Root::Tree(b)));
         }
-        let state = State::load(&self.state_path());
-        roots.push((KEPT, Root::Tree(state.root)));
-        for entries in state.dirs.values() {
-            for e in entries {
-                roots.push((
-                    KEPT,
-                    Root::Entry(crate::model::entry::Entry {
-                        kind: e.kind,
-                        mode: e.mode,
-                        size: e.size,
-                        id: e.id,
-                    }),
-                ));
-            }
-        }
+        roots.extend(self.stat_cache_roots());
         let costs = self.store().object_costs()?;
         mark::mark_more(self.store(), &costs, roots, &d.live)
     }
@@ -661,10 +627,7 @@ impl Workspace {
         for e in db::gc::last_known_entries(&db)? {
             roots.push((KEPT, Root::Entry(e)));
         }
-        for s in db::gc::unfinished_plans(&db)? {
-            roots.extend(s.before.map(|b| (KEPT, Root::Entry(b))));
-            roots.extend(s.after.map(|b| (KEPT, Root::Entry(b))));
-        }
+        roots.extend(unfinished_plan_roots(&db)?);
         let snapshots = db::gc::snapshot_roots(&db)?;
         drop(db);
         // A snapshot record goes with the droppable checkpoint before its position.
@@ -685,21 +648,7 @@ impl Workspace {
         for b in crate::worktree::base_trees(self.home(), self.id()) {
             roots.push((KEPT, Root::Tree(b)));
         }
-        let state = State::load(&self.state_path());
-        roots.push((KEPT, Root::Tree(state.root)));
-        for entries in state.dirs.values() {
-            for e in entries {
-                roots.push((
-                    KEPT,
-                    Root::Entry(crate::model::entry::Entry {
-                        kind: e.kind,
-                        mode: e.mode,
-                        size: e.size,
-                        id: e.id,
-                    }),
-                ));
-            }
-        }
+        roots.extend(self.stat_cache_roots());
         crate::base::trace::phase("gc: roots listed");
         let costs = self.store().object_costs()?;
         crate::base::trace::phase("gc: index read");
@@ -784,6 +733,40 @@ impl Workspace {
             fingerprints: fingerprints.into_iter().collect(),
             kept,
         })
+    }
+}
+
+/// What unfinished restores' journals need (finishing or rolling one back reads both sides):
+/// kept by every policy.
+fn unfinished_plan_roots(db: &rusqlite::Connection) -> Result<Vec<(i64, Root)>, Error> {
+    let mut roots = Vec::new();
+    for s in db::gc::unfinished_plans(db)? {
+        roots.extend(s.before.map(|b| (KEPT, Root::Entry(b))));
+        roots.extend(s.after.map(|b| (KEPT, Root::Entry(b))));
+    }
+    Ok(roots)
+}
+
+impl Workspace {
+    /// The stat cache's tree and every entry it vouches for (the next capture compares with
+    /// them): kept by every policy.
+    fn stat_cache_roots(&self) -> Vec<(i64, Root)> {
+        let state = State::load(&self.state_path());
+        let mut roots = vec![(KEPT, Root::Tree(state.root))];
+        for entries in state.dirs.values() {
+            roots.extend(entries.iter().map(|e| {
+                (
+                    KEPT,
+                    Root::Entry(crate::model::entry::Entry {
+                        kind: e.kind,
+                        mode: e.mode,
+                        size: e.size,
+                        id: e.id,
+                    }),
+                )
+            }));
+        }
+        roots
     }
 }
 
