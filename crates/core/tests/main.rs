@@ -9,6 +9,7 @@
 mod common;
 
 mod atime;
+mod big_dir;
 mod guard;
 mod layout;
 mod merge;
