@@ -281,8 +281,18 @@ impl Watcher {
 /// every change since the previous take, whose capture is the saved stat cache (or a newer
 /// one another process saved, which only makes the re-read directories a superset). Any
 /// doubt (see [`Watcher::take`]) is a whole walk, never a missed change.
+///
+/// It also keeps the stat cache the last capture left (see [`LiveWatch::take_kept`]): each
+/// client of a server is a handle of its own, and without it each would read `state.bin`
+/// again, which is O(tree).
 #[derive(Clone)]
-pub struct LiveWatch(pub(crate) Arc<Watcher>);
+pub struct LiveWatch(pub(crate) Arc<Watcher>, Arc<Mutex<Option<Kept>>>);
+
+/// A stat cache and the `state.bin` it matches.
+type Kept = (
+    crate::capture::state::StateStamp,
+    crate::capture::state::State,
+);
 
 impl LiveWatch {
     /// A watcher for the workspace rooted at `root`; `None` where inotify is unavailable or
@@ -292,7 +302,26 @@ impl LiveWatch {
         if !reports_every_change(root) {
             return None;
         }
-        Watcher::new(root).map(|w| LiveWatch(Arc::new(w)))
+        Watcher::new(root).map(|w| LiveWatch(Arc::new(w), Arc::default()))
+    }
+
+    /// The stat cache the last capture of any handle left, taken (the caller checks that it
+    /// still matches `state.bin`). Captures run under the workspace lock, one at a time.
+    pub(crate) fn take_kept(&self) -> Option<Kept> {
+        self.1.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Keeps `kept` for the next capture of any handle (what it replaces is dropped on a
+    /// thread of its own: one small allocation per file).
+    pub(crate) fn keep(&self, kept: Kept) {
+        let old = self
+            .1
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(kept);
+        if let Some(old) = old {
+            crate::base::drop_in_background(old);
+        }
     }
 }
 

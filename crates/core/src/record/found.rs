@@ -334,7 +334,9 @@ impl Workspace {
     /// (one `stat`), else read from disk.
     pub(crate) fn take_state(&self) -> (State, Option<StateStamp>) {
         let path = self.state_path();
-        let kept = self.state_cache.borrow_mut().take();
+        // A server's handles share one kept cache through its live watcher.
+        let shared = self.live.borrow().as_ref().and_then(|(w, _)| w.take_kept());
+        let kept = shared.or_else(|| self.state_cache.borrow_mut().take());
         if let Some((stamp, state)) = kept {
             if StateStamp::of(&path) == Some(stamp) {
                 return (state, Some(stamp));
@@ -347,7 +349,10 @@ impl Workspace {
     pub(crate) fn keep_state(&self, stamp: StateStamp, mut state: State) {
         // As if loaded from that file: entries modified at or after its mtime are racy.
         state.written_ns = stamp.mtime_ns();
-        *self.state_cache.borrow_mut() = Some((stamp, state));
+        match self.live.borrow().as_ref() {
+            Some((w, _)) => w.keep((stamp, state)),
+            None => *self.state_cache.borrow_mut() = Some((stamp, state)),
+        }
     }
 
     pub(crate) fn run_capture(
