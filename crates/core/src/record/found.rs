@@ -236,12 +236,18 @@ impl Workspace {
                 Some(id) => id,
                 None => self.insert_external(session, pos)?,
             };
+            // An epoch has one change per path, from the earliest state to the latest. An
+            // opaque epoch can already hold one for a path: another process's capture (a
+            // checkpoint) saw its command half-way (a file created, not yet written) and
+            // attributed that to it. Replacing the row would lose the first state: merge. (Read
+            // once: usually there are none, and a lookup per path doubles the statements.)
+            let mut held: std::collections::HashMap<Vec<u8>, oplog::ChangeRow> =
+                oplog::epoch_changes(db, &epoch)?
+                    .into_iter()
+                    .map(|r| (r.change.path.clone(), r))
+                    .collect();
             for c in &found.changes {
-                // An epoch has one change per path, from the earliest state to the latest. An
-                // opaque epoch can already hold one for this path: another process's capture
-                // (a checkpoint) saw its command half-way (a file created, not yet written) and
-                // attributed that to it. Replacing the row would lose the first state: merge.
-                let merged = match oplog::epoch_change(db, &epoch, &c.path)? {
+                let merged = match held.remove(&c.path) {
                     Some(prev) if !prev.pending => Change {
                         path: c.path.clone(),
                         before: prev.change.before,
