@@ -667,6 +667,126 @@ fn bash_calls_are_rewritten_to_run_sandboxed() {
     assert_eq!(open[0]["tool_call"], "toolu_F", "{open}");
 }
 
+/// Gemini CLI's `run_shell_command`, like Claude Code's Bash: with the sandbox available and
+/// the mode not `danger-full-access`, rewritten (`hookSpecificOutput.tool_input`, the whole
+/// input, `dir_path` kept) to run through `rewind exec --sandbox MODE` with the call id the
+/// adapter pairs Gemini's events by. Run as Gemini runs it (a shell in `dir_path`), the write
+/// outside the workspace fails, the write inside is one opaque epoch with that id, and the
+/// `AfterTool` (carrying the rewritten input, as Gemini sends it) leaves nothing open. With
+/// `danger-full-access`, the call is left as it is and its epoch opened by the hook.
+#[test]
+fn gemini_shell_calls_are_rewritten_to_run_sandboxed() {
+    crate::common::require_bwrap();
+    let env = Env::new();
+    let root = env.root();
+    write(root, "sub/a.txt", b"a\n");
+    // Not under /tmp: the sandbox's private /tmp would lose the write instead of blocking it.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out_file = outside.path().join("out.txt");
+    let cmd = format!("echo in > in.txt; echo out > '{}'", out_file.display());
+    let base = json!({"session_id": "gm2", "cwd": root.to_str().unwrap(), "transcript_path": "/x", "timestamp": "2026-12-02T00:00:00Z"});
+    let ev = |name: &str, extra: Value| {
+        let mut e = base.clone();
+        e["hook_event_name"] = json!(name);
+        for (k, v) in extra.as_object().unwrap() {
+            e[k] = v.clone();
+        }
+        e
+    };
+    let run = |e: &Value| {
+        let mut c = env.cmd_here(&["hook", "gemini"]);
+        c.current_dir(root);
+        let o = output_with_stdin(&mut c, e.to_string().as_bytes());
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !err.contains("rewind: ignored") && !err.contains("may not be recorded"),
+            "{}",
+            text(&o)
+        );
+        o
+    };
+    run(&ev("SessionStart", json!({"source": "startup"})));
+    run(&ev("BeforeAgent", json!({"prompt": "write two files"})));
+    let input = json!({"command": cmd, "description": "two writes", "dir_path": "sub"});
+    let call = json!({"tool_name": "run_shell_command", "tool_input": input});
+    let o = run(&ev("BeforeTool", call));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("a JSON answer");
+    assert_eq!(doc["hookSpecificOutput"]["hookEventName"], "BeforeTool");
+    let updated = doc["hookSpecificOutput"]["tool_input"].clone();
+    assert_eq!(
+        updated["dir_path"], "sub",
+        "the rest of the input is kept: {doc}"
+    );
+    assert_eq!(updated["description"], "two writes");
+    let rewritten = updated["command"].as_str().unwrap().to_string();
+    let marker = " exec --sandbox workspace-write --tool run_shell_command --tool-call ";
+    let at = rewritten
+        .find(marker)
+        .unwrap_or_else(|| panic!("{rewritten}"));
+    let id = rewritten[at + marker.len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        id.starts_with("call-"),
+        "the adapter's call id: {rewritten}"
+    );
+    // What Gemini CLI then runs: the rewritten command, in a shell, in `dir_path`.
+    let ran = std::process::Command::new("bash")
+        .args(["-c", &rewritten])
+        .current_dir(root.join("sub"))
+        .env("REWIND_HOME", env.home.path())
+        .env_remove("REWIND_SESSION")
+        .output()
+        .unwrap();
+    assert!(
+        !ran.status.success(),
+        "the outside write fails: {}",
+        text(&ran)
+    );
+    assert_eq!(read_str(root, "sub/in.txt"), "in\n", "run in dir_path");
+    assert!(!out_file.exists(), "nothing written outside the workspace");
+    // Gemini's AfterTool carries the input the tool ran with: the rewritten one.
+    run(&ev(
+        "AfterTool",
+        json!({"tool_name": "run_shell_command", "tool_input": updated,
+            "tool_response": {"llmContent": "", "returnDisplay": "", "error": null}}),
+    ));
+    let log = json(&env, "gm2", &["log"], 0);
+    let shell: Vec<&Value> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["tool"] == "run_shell_command")
+        .collect();
+    assert_eq!(shell.len(), 1, "one epoch for the call: {log}");
+    assert_eq!(shell[0]["tool_call"], id.as_str());
+    assert_eq!(shell[0]["kind"], "opaque");
+    let shown = json(&env, "gm2", &["show", shell[0]["id"].as_str().unwrap()], 0);
+    let paths: Vec<&str> = shown["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["sub/in.txt"], "{shown}");
+    let open = json(&env, "gm2", &["status"], 0)["open_epochs"].clone();
+    assert_eq!(open, json!([]), "nothing left open");
+    // Full access: left as it is, its epoch opened by the hook under the same kind of id.
+    full_access(&env);
+    let call2 = json!({"tool_name": "run_shell_command", "tool_input": {"command": "true"}});
+    let o = run(&ev("BeforeTool", call2));
+    assert!(o.stdout.is_empty(), "not rewritten: {}", text(&o));
+    let open = json(&env, "gm2", &["status"], 0)["open_epochs"].clone();
+    assert_eq!(open[0]["tool"], "run_shell_command", "{open}");
+    assert!(
+        open[0]["tool_call"].as_str().unwrap().starts_with("call-"),
+        "{open}"
+    );
+}
+
 /// What `/rewind` runs (`rewind hook command rewind`), after two prompts that each wrote a file
 /// through Bash: the list (numbered, newest first, no checkpoint for the `/rewind` prompts
 /// themselves), a preview that writes nothing, the rewind, and its undo.

@@ -1,7 +1,8 @@
 //! Worktrees through the real binary: create, work in the copy, merge back (dry run, clean,
 //! line-merged, conflicting, forced), undo the merge, discard; two agents in two worktrees;
 //! `--from`; the sandbox and the guard inside a worktree; a crash during a merge; gc keeping a
-//! worktree's base.
+//! worktree's base; a second merge of the same worktree (its base moved by the first), and a
+//! merge or a create killed at each of their own failpoints.
 
 use std::path::{Path, PathBuf};
 
@@ -352,19 +353,20 @@ fn a_worktree_has_its_own_read_fingerprints() {
 fn a_merge_killed_half_way_is_finished_by_the_next_command() {
     let env = Env::new();
     seed(&env);
-    let wt = create(&env, "w1", &[]);
-    work(
-        &env,
-        &wt,
-        "agent",
-        "echo 1 > one.txt && echo 2 > two.txt && echo 3 > a.txt",
-    );
-    for (point, finished) in [
-        ("restore-after-journal", true),
-        ("restore-after-step:2", true),
+    for (point, finished, name) in [
+        ("restore-after-journal", true, "w1"),
+        ("restore-after-step:2", true, "w2"),
     ] {
+        // A worktree per round: a merge that was finished moved its worktree's base.
+        let wt = create(&env, name, &[]);
+        work(
+            &env,
+            &wt,
+            "agent",
+            "echo 1 > one.txt && echo 2 > two.txt && echo 3 > a.txt",
+        );
         let o = env
-            .cmd(&["-s", "S", "worktree", "merge", "w1"])
+            .cmd(&["-s", "S", "worktree", "merge", name])
             .env("REWIND_FAILPOINT", point)
             .output()
             .unwrap();
@@ -399,4 +401,223 @@ fn gc_keeps_a_worktrees_base() {
     let a = &v["conflicts"][0];
     assert_eq!(a["path"], "a.txt");
     assert!(a["unmerged"].as_str().unwrap().contains("lines"), "{a}");
+}
+
+/// The hex tree ids of the worktrees' bases, by name, as `worktree list` shows them.
+fn bases(env: &Env) -> Vec<(String, String)> {
+    json(env, "S", &["worktree", "list"], 0)["worktrees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["name"].as_str().unwrap().to_string(),
+                w["base"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A merge moves the worktree's base to the tree it merged: after more work there, merging
+/// again applies only the new changes, three-way against what was merged (here a line the
+/// parent changed after the first merge, next to one the worktree changes now, and a file the
+/// parent edited that the first merge brought: neither is a conflict), and `undo` of the second
+/// merge takes back only what it brought.
+#[test]
+fn a_second_merge_applies_only_what_changed_since_the_first() {
+    let env = Env::new();
+    seed(&env);
+    let wt = create(&env, "w1", &[]);
+    let created = bases(&env)[0].1.clone();
+    work(
+        &env,
+        &wt,
+        "agent",
+        "sed -i 's/^line 3$/LINE 3/' a.txt && echo n > n.txt",
+    );
+    let m1 = json(&env, "S", &["worktree", "merge", "w1"], 0);
+    assert_eq!(step_paths(&m1), ["a.txt", "n.txt"]);
+    assert_eq!(m1["base"], created.as_str());
+    let merged = m1["tree"].as_str().unwrap().to_string();
+    assert_eq!(bases(&env), [("w1".to_string(), merged.clone())], "moved");
+    // The parent goes on with what was merged; the worktree goes on too.
+    sh(
+        &env,
+        "S",
+        "sed -i 's/^LINE 3$/LINE 3 here/' a.txt && echo 'n here' > n.txt",
+    );
+    let between = read_tree(env.root());
+    work(
+        &env,
+        &wt,
+        "agent",
+        "sed -i 's/^line 8$/EIGHT/' a.txt && echo m > m.txt",
+    );
+    let m2 = json(&env, "S", &["worktree", "merge", "w1"], 0);
+    assert_eq!(m2["base"], merged.as_str(), "against what was merged");
+    assert_eq!(step_paths(&m2), ["a.txt", "m.txt"], "only the new changes");
+    assert_eq!(m2["merged"][0]["path"], "a.txt");
+    assert_eq!(
+        read_str(env.root(), "a.txt"),
+        lines(10)
+            .replace("line 3\n", "LINE 3 here\n")
+            .replace("line 8\n", "EIGHT\n")
+    );
+    assert_eq!(
+        read_str(env.root(), "n.txt"),
+        "n here\n",
+        "not merged again"
+    );
+    assert_eq!(read_str(env.root(), "m.txt"), "m\n");
+    assert_eq!(
+        bases(&env),
+        [("w1".to_string(), m2["tree"].as_str().unwrap().to_string())]
+    );
+    // Nothing left to merge; undo takes back the second merge only.
+    let again = json(&env, "S", &["worktree", "merge", "w1", "--dry-run"], 0);
+    assert_eq!(step_paths(&again), Vec::<String>::new());
+    expect(&env, "S", &["undo"], 0);
+    assert_eq!(read_tree(env.root()), between);
+    fsck_clean(&env);
+    // The bases the merges recorded stay readable through gc.
+    expect(&env, "S", &["gc", "--max-age", "0s", "--keep", "1"], 0);
+    fsck_clean(&env);
+}
+
+/// A merge killed after it named its epoch in the worktree's record: before its journal (it
+/// did not happen: the base stays, the next merge applies the changes), after its journal
+/// (finished by recovery: the base moves), and after the restore, before the base was written
+/// (the base moves). Each is settled by the next command.
+#[test]
+fn a_merge_killed_around_its_base_is_settled_by_the_next_command() {
+    for (point, happened) in [
+        ("worktree-merge-before-journal", false),
+        ("restore-after-journal", true),
+        ("worktree-merge-before-base", true),
+    ] {
+        let env = Env::new();
+        seed(&env);
+        let wt = create(&env, "w1", &[]);
+        let created = bases(&env)[0].1.clone();
+        work(&env, &wt, "agent", "echo n > n.txt");
+        let o = env
+            .cmd(&["-s", "S", "worktree", "merge", "w1"])
+            .env("REWIND_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), None, "{point}: killed: {}", text(&o));
+        let list = bases(&env);
+        assert_eq!(list.len(), 1, "{point}");
+        assert_eq!(list[0].1 != created, happened, "{point}: {list:?}");
+        assert_eq!(env.root().join("n.txt").exists(), happened, "{point}");
+        let m = json(&env, "S", &["worktree", "merge", "w1"], 0);
+        let want: Vec<String> = if happened {
+            Vec::new()
+        } else {
+            vec!["n.txt".into()]
+        };
+        assert_eq!(step_paths(&m), want, "{point}");
+        assert_eq!(read_str(env.root(), "n.txt"), "n\n");
+        fsck_clean(&env);
+    }
+}
+
+/// The workspaces registered in the state directory.
+fn registered(env: &Env) -> usize {
+    std::fs::read_dir(env.home.path().join("workspaces"))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.len() == 32 && n.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+        .count()
+}
+
+/// `worktree create` killed before its worktree was registered, and after, before its
+/// `worktree.json`: the next `worktree list` (or `create` of the name) rolls it back (the
+/// registration forgotten, the directory removed, or emptied when it was given empty with
+/// `--path`), and the name can be used; killed after `worktree.json`, the create is finished.
+#[test]
+fn a_create_killed_half_way_is_rolled_back_or_finished_by_the_next_command() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    for (point, given, next) in [
+        ("worktree-create-after-copy", false, "list"),
+        ("worktree-create-before-link", false, "create"),
+        ("worktree-create-before-link", true, "list"),
+        ("worktree-create-after-copy", true, "create"),
+    ] {
+        let env = Env::new();
+        seed(&env);
+        let dir = elsewhere.path().join(format!("{point}-{next}"));
+        let mut args = vec!["-s", "S", "worktree", "create", "w1"];
+        let dir_s = dir.to_str().unwrap().to_string();
+        if given {
+            std::fs::create_dir(&dir).unwrap();
+            args.extend(["--path", dir_s.as_str()]);
+        }
+        let o = env
+            .cmd(&args)
+            .env("REWIND_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), None, "{point}: killed: {}", text(&o));
+        let made = if given {
+            dir.clone()
+        } else {
+            env.home
+                .path()
+                .join("worktrees")
+                .read_dir()
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path()
+                .join("w1")
+        };
+        assert!(made.join("a.txt").exists(), "{point}: half made");
+        let extra: Vec<&str> = if given {
+            vec!["--path", dir_s.as_str()]
+        } else {
+            Vec::new()
+        };
+        if next == "list" {
+            let list = json(&env, "S", &["worktree", "list"], 0);
+            assert_eq!(list["worktrees"], serde_json::json!([]), "{point}");
+            assert_eq!(registered(&env), 1, "{point}: only the parent");
+            if given {
+                assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{point}");
+            } else {
+                assert!(!made.exists(), "{point}: removed");
+            }
+        }
+        let wt = create(&env, "w1", &extra);
+        assert_eq!(read_str(&wt, "a.txt"), lines(10));
+        assert_eq!(registered(&env), 2, "{point}");
+        work(&env, &wt, "agent", "echo more >> a.txt");
+        expect(&env, "S", &["worktree", "merge", "w1"], 0);
+        fsck_clean(&env);
+    }
+    // Killed after its record: finished.
+    let env = Env::new();
+    seed(&env);
+    let o = env
+        .cmd(&["-s", "S", "worktree", "create", "w1"])
+        .env("REWIND_FAILPOINT", "worktree-create-before-done")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", text(&o));
+    let list = json(&env, "S", &["worktree", "list"], 0);
+    assert_eq!(list["worktrees"][0]["name"], "w1");
+    let wt = PathBuf::from(ok(&env, "S", &["worktree", "path", "w1"]));
+    assert_eq!(read_str(&wt, "a.txt"), lines(10));
+    let state = env.home.path().join("workspaces");
+    let leftovers: Vec<_> = std::fs::read_dir(&state)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("worktree-create").join("w1.json").exists())
+        .collect();
+    assert!(leftovers.is_empty(), "the record of the create is gone");
 }

@@ -75,8 +75,12 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
             command,
             input,
         } => match command {
-            Some(c) if dialect == Dialect::ClaudeCode => {
-                if let Some(out) = sandboxed(&svc, &event.session, call.as_deref(), &c, &input)? {
+            // Codex: see `sandboxed`.
+            Some(c) if dialect != Dialect::Codex => {
+                let call_id = call.as_deref();
+                if let Some(out) =
+                    sandboxed(&svc, dialect, &event.session, &tool, call_id, &c, &input)?
+                {
                     return Ok(out);
                 }
                 pre(&svc, dialect, &tool, call, files, Some(c))
@@ -209,14 +213,33 @@ fn pre(
     Ok(out)
 }
 
-/// A Bash call rewritten to run through `rewind exec --sandbox MODE` (when the workspace's
-/// sandbox mode is not `danger-full-access` and bubblewrap is installed): sandboxed and recorded
-/// as one opaque epoch, with the call's id, in one step, so no epoch is opened here. The
-/// rewritten input keeps everything else of the call (timeout, background, description); the
-/// command runs in the agent's shell directory as before. `None`: run it as it is.
+/// A shell call (Claude Code's `Bash`, Gemini CLI's `run_shell_command`) rewritten to run
+/// through `rewind exec --sandbox MODE` (when the workspace's sandbox mode is not
+/// `danger-full-access` and bubblewrap is installed): sandboxed and recorded as one opaque
+/// epoch, with the call's id, in one step, so no epoch is opened here. The rewritten input keeps
+/// everything else of the call (Claude Code: timeout, background, description; Gemini CLI:
+/// `description`, `dir_path`, `is_background`), so the command runs in the directory the agent
+/// would have run it in. `None`: run it as it is.
+///
+/// How each agent takes the new input:
+/// - Claude Code: `hookSpecificOutput.updatedInput` replaces the call's input.
+/// - Gemini CLI: `hookSpecificOutput.tool_input` (google-gemini/gemini-cli,
+///   `docs/hooks/reference.md`: it "merges with and overrides" the model's arguments). Its
+///   scheduler builds the call from that object alone (`packages/core/src/scheduler/
+///   hook-utils.ts`, `tool.build(modifiedInput)`), its older path merges it
+///   (`packages/core/src/core/coreToolHookTriggers.ts`, `Object.assign`): the whole input is
+///   sent, which is right either way. The call id is the one the adapter pairs Gemini's events
+///   by (from the input as the model gave it); Gemini's `AfterTool` then carries the rewritten
+///   input, whose id names no open epoch, so it settles nothing.
+/// - Codex is never rewritten: it applies `updatedInput` only together with
+///   `permissionDecision: "allow"` (openai/codex, `codex-rs/hooks/src/engine/output_parser.rs`),
+///   and what that `allow` does to Codex's own approval of the command is not established; the
+///   rewritten command would also run inside Codex's own sandbox (see docs/agents.md).
 fn sandboxed(
     svc: &Service,
+    dialect: Dialect,
     session: &str,
+    tool: &str,
     call: Option<&str>,
     command: &str,
     input: &Value,
@@ -240,7 +263,7 @@ fn sandboxed(
         "--sandbox".into(),
         mode.to_string(),
         "--tool".into(),
-        "Bash".into(),
+        tool.into(),
     ];
     if let Some(id) = call {
         argv.extend(["--tool-call".into(), id.into()]);
@@ -249,9 +272,14 @@ fn sandboxed(
     let rewritten = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
     let mut updated = input.clone();
     updated["command"] = Value::String(rewritten);
-    let doc = serde_json::json!({
-        "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}
-    });
+    let doc = match dialect {
+        Dialect::Gemini => serde_json::json!({
+            "hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": updated}
+        }),
+        Dialect::ClaudeCode | Dialect::Codex => serde_json::json!({
+            "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}
+        }),
+    };
     Ok(Some(Outcome {
         code: 0,
         stdout: doc.to_string(),

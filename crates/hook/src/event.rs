@@ -10,7 +10,9 @@
 //! | end | `Stop`, `SessionEnd` | `Stop` | `AfterAgent`, `SessionEnd` |
 //!
 //! A tool call is paired by its `tool_use_id`; Gemini CLI sends none, so its calls are keyed by
-//! a hash of the tool's name and input, which its before and after events share.
+//! a hash of the tool's name and input, which its before and after events share. (A shell call
+//! rewritten to run sandboxed is recorded by `rewind exec` under the id of the input the model
+//! gave; its `AfterTool` carries the rewritten input, whose id names no open epoch.)
 
 use std::path::PathBuf;
 

@@ -11,7 +11,7 @@
 //! | `UserPromptSubmit` | a checkpoint bound to the prompt's `prompt_id` (else a per-session counter), labelled with its first line |
 //! | `PostToolUse` of `Read` | record what was read (partial with `offset`/`limit`) |
 //! | `PreToolUse` of `Edit`, `Write`, `NotebookEdit`, `MultiEdit` | the guard; then an exact epoch over the file, keyed by `tool_use_id` |
-//! | `PreToolUse` of `Bash` | rewritten to run through `rewind exec --sandbox MODE` with its `tool_use_id` (Claude Code, unless the sandbox mode is `danger-full-access` or bubblewrap is missing); else an opaque epoch keyed by `tool_use_id` |
+//! | `PreToolUse` of `Bash` | rewritten to run through `rewind exec --sandbox MODE` with its `tool_use_id` (Claude Code, and Gemini CLI's `run_shell_command` with its call id; unless the sandbox mode is `danger-full-access` or bubblewrap is missing); else an opaque epoch keyed by `tool_use_id` |
 //! | `PostToolUse`, `PostToolUseFailure` | settle (or abort) that epoch; after a file tool, the session knows the file as written |
 //! | `Stop`, `SessionEnd` | settle what the session left open |
 //!

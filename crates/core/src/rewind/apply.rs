@@ -229,4 +229,7 @@ pub(crate) struct Provenance {
     pub tool: &'static str,
     /// For example `restore to <id>` or `merge of worktree <name> (<path>)`.
     pub note: String,
+    /// The id of the epoch that records it, chosen by the caller (a worktree's merge names it
+    /// in the worktree's record before the restore starts); `None`: a new random one.
+    pub epoch: Option<String>,
 }

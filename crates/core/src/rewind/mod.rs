@@ -610,6 +610,7 @@ impl Workspace {
         let provenance = Provenance {
             tool: "restore",
             note: format!("restore to {target}"),
+            epoch: None,
         };
         self.finish_as(session, out, opts, &provenance)
     }
@@ -672,7 +673,7 @@ impl Workspace {
             }
         }
         writer.commit()?;
-        let epoch_id = random_hex();
+        let epoch_id = provenance.epoch.clone().unwrap_or_else(random_hex);
         let now = now_ns();
         let move_head = opts.mode != Mode::FilesOnly;
         self.transaction(|| {

@@ -36,6 +36,21 @@ pub struct WorktreeLink {
     pub from: Option<String>,
     /// When it was created, ns since the Unix epoch.
     pub created_ns: i64,
+    /// A merge into the parent under way when the record was written: its tree becomes `base`
+    /// if the parent's op log has its restore epoch settled, and is dropped otherwise (see
+    /// [`crate::Workspace::merge_worktree`]). Absent (older records) is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merging: Option<PendingMerge>,
+}
+
+/// A worktree's merge that had begun when its record was last written.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PendingMerge {
+    /// The worktree's tree being merged, hex; the parent's store holds it (copied in under the
+    /// parent's lock before the merge's journal).
+    pub tree: String,
+    /// The id of the parent's restore epoch that records the merge.
+    pub epoch: String,
 }
 
 impl WorktreeLink {

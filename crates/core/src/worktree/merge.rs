@@ -17,15 +17,24 @@
 //! - Content taken from the worktree is copied from the worktree's store into the parent's
 //!   before the journal is written (each object verified by the read); a dry run reads and
 //!   verifies it without storing anything in the parent.
+//! - A merge that is applied moves the worktree's base to the worktree's tree it merged (copied
+//!   whole into the parent's store first): write-ahead, its epoch id is named in
+//!   `worktree.json` (`merging`) before anything is written, and the base is set from the
+//!   parent's op log once that epoch is settled (`settle_pending_merge`), by this merge or,
+//!   after a crash, by the next command. Merges of one worktree are serialised by the parent's
+//!   lock, under which the base is read.
 
 use rewind_store::{EntryKind, ObjectId, Store};
 
-use super::link::{self, Linked};
+use super::link::{self, Linked, PendingMerge};
+use crate::base::{failpoint, random_hex};
+use crate::db::oplog::{self, EpochState};
 use crate::fs::probe::tree_lookup;
 use crate::fs::relpath;
 use crate::model::entry::{same, Change, Entry, EntryView};
 use crate::rewind::merge::{merge_texts, Unmerged};
 use crate::rewind::{order_steps, Conflict, Provenance, RewindOptions, RewindOutcome};
+use crate::workspace::registry::ws_dir;
 use crate::workspace::{OpenOptions, Workspace};
 use crate::Error;
 
@@ -135,18 +144,27 @@ impl Workspace {
         name: &str,
         opts: &WorktreeMergeOptions,
     ) -> Result<WorktreeMerged, Error> {
+        super::creating::settle(self)?;
         let linked = link::find(self.home(), self.id(), name)?;
         let wt = open_worktree(self, &linked)?;
-        let base = linked.link.base_id()?;
-        refuse_missing_base(self, &linked, base)?;
         // The worktree's side, recorded in its own history (never in the parent's).
         let (wcap, _) = wt.snapshot(&format!("worktree merge into {}", self.id()), None)?;
         let wtree = wcap.root;
-        let wchanges = changed_since(self.store(), base, wt.store(), wtree)?;
 
         let _lock = self.lock_when_session_idle(session, opts.wait)?;
         self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
+        // The base is read under the lock, once an earlier merge killed before it recorded its
+        // outcome is settled: merges of one worktree follow each other.
+        let linked = Linked {
+            link: link::WorktreeLink::load(&ws_dir(self.home(), &linked.record.id))
+                .unwrap_or(linked.link),
+            record: linked.record,
+        };
+        let linked = settle_pending_merge(self, linked)?;
+        let base = linked.link.base_id()?;
+        refuse_missing_base(self, &linked, base)?;
+        let wchanges = changed_since(self.store(), base, wt.store(), wtree)?;
         if !opts.dry_run {
             self.settle_session_epochs(session)?;
         }
@@ -178,7 +196,21 @@ impl Workspace {
                     out.verified_elsewhere.push(s.path.clone());
                 }
             }
-        } else if out.conflicts.is_empty() || opts.force {
+        }
+        // What the merge will be recorded as: named in the worktree's record before anything of
+        // it is written here, so a merge killed at any point is settled by the next command
+        // (see `settle_pending_merge`).
+        let applying = !opts.dry_run && (out.conflicts.is_empty() || opts.force);
+        let mut pending = None;
+        if applying {
+            let epoch = random_hex();
+            let mut link = linked.clone();
+            link.link.merging = Some(PendingMerge {
+                tree: wtree.to_hex(),
+                epoch: epoch.clone(),
+            });
+            link.link.save(&ws_dir(self.home(), &link.record.id))?;
+            pending = Some(link);
             let writer = self.store().writer()?;
             for s in &incoming {
                 let a = s.after.expect("filtered");
@@ -197,6 +229,9 @@ impl Workspace {
                 }
             }
             writer.commit()?;
+            // The tree merged becomes the base the next merge is computed against, which is
+            // read from this store: the worktree's trees and file content are copied in.
+            import_tree(self.store(), wt.store(), wtree)?;
         }
         let ropts = RewindOptions {
             dry_run: opts.dry_run,
@@ -211,9 +246,27 @@ impl Workspace {
                 linked.root().display(),
                 &wtree.to_hex()[..12]
             ),
+            epoch: pending
+                .as_ref()
+                .and_then(|l| l.link.merging.as_ref())
+                .map(|m| m.epoch.clone()),
         };
         out.head = crate::db::oplog::session_head(&self.db(), session)?;
-        let outcome = self.finish_as(session, out, &ropts, &provenance)?;
+        if pending.is_some() {
+            failpoint::hit("worktree-merge-before-journal");
+        }
+        let outcome = self.finish_as(session, out, &ropts, &provenance);
+        if let Some(link) = pending {
+            // Settled from the op log whatever `finish_as` returned: the base advances to the
+            // tree merged once its epoch is settled; a merge that did not happen (refused,
+            // rolled back) leaves the base as it was.
+            failpoint::hit("worktree-merge-before-base");
+            let settled = settle_pending_merge(self, link);
+            if outcome.is_ok() {
+                settled?;
+            }
+        }
+        let outcome = outcome?;
         Ok(WorktreeMerged {
             name: name.to_string(),
             path: linked.root().display().to_string(),
@@ -222,6 +275,73 @@ impl Workspace {
             outcome,
         })
     }
+}
+
+/// Settles `w`'s record if a merge had begun when it was written (the parent's lock held, its
+/// recovery done): the merge happened if the parent's op log has its restore epoch settled
+/// (then the tree merged becomes the base); it did not if the epoch is not there (never
+/// journalled, or rolled back: the base stays). An epoch still open (its journal not yet
+/// finished, which recovery does) leaves the record as it is, for the next command.
+pub(crate) fn settle_pending_merge(parent: &Workspace, mut w: Linked) -> Result<Linked, Error> {
+    let Some(m) = w.link.merging.clone() else {
+        return Ok(w);
+    };
+    match oplog::epoch(&parent.db(), &m.epoch)? {
+        Some(e) if e.state == EpochState::Open => return Ok(w),
+        Some(e) if e.state == EpochState::Settled => w.link.base = m.tree,
+        _ => {}
+    }
+    w.link.merging = None;
+    w.link.save(&ws_dir(parent.home(), &w.record.id))?;
+    Ok(w)
+}
+
+/// Copies the worktree's tree `id` into `to` where it is missing: its trees and the content of
+/// its files, each read back verified and checked against its id. A subtree `to` has is not
+/// read: a tree is stored only after everything it names. Uncovered files have no content.
+fn import_tree(to: &Store, from: &Store, id: ObjectId) -> Result<(), Error> {
+    fn import(
+        to: &Store,
+        from: &Store,
+        writer: &rewind_store::Writer<'_>,
+        id: ObjectId,
+    ) -> Result<(), Error> {
+        if id.is_zero() || to.has(&id)? {
+            return Ok(());
+        }
+        let tree = from.read_tree(&id)?;
+        for e in tree.entries() {
+            match e.kind {
+                EntryKind::Dir => import(to, from, writer, e.id)?,
+                EntryKind::File | EntryKind::Symlink => {
+                    if e.id.is_zero() || to.has(&e.id)? {
+                        continue;
+                    }
+                    let mut buf = Vec::with_capacity(e.size.min(16 << 20) as usize);
+                    from.read_content(&e.id, &mut buf)?;
+                    let (got, _) = writer.put_content(&mut buf.as_slice())?;
+                    if got != e.id {
+                        return Err(Error::Unavailable(format!(
+                            "the worktree's object {} read back as {got}",
+                            e.id
+                        )));
+                    }
+                }
+                EntryKind::Uncovered => {}
+            }
+        }
+        let got = writer.put_tree(&tree)?;
+        if got != id {
+            return Err(Error::Unavailable(format!(
+                "the worktree's tree {id} read back as {got}"
+            )));
+        }
+        Ok(())
+    }
+    let writer = to.writer()?;
+    import(to, from, &writer, id)?;
+    writer.commit()?;
+    Ok(())
 }
 
 /// Opens a worktree's own workspace; its directory must still be there.

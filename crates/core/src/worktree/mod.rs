@@ -7,6 +7,7 @@
 //! | `link`  | `worktree.json`: the link to the parent and the base tree; names       |
 //! | `copy`  | materialising a tree into the new directory (reflinks, a stat cache)   |
 //! | `merge` | the three-way plan and its application through the restore engine      |
+//! | `creating` | the record of a create under way; finishing or rolling back a killed one |
 //!
 //! Invariants:
 //! - A worktree is an ordinary workspace: its own op log, sessions, read fingerprints (the
@@ -17,10 +18,16 @@
 //!   nothing of the parent's history is copied (its sessions start empty).
 //! - The parent's history records nothing of the worktree but the merge (one restore epoch,
 //!   tool `worktree-merge`); the parent's gc keeps every worktree's base tree.
-//! - Creating writes only the new directory and the new workspace's state; a failure removes
-//!   the directory again if this call made it. Discarding removes the copy, then its state.
+//! - Creating writes only the new directory and the new workspace's state (plus its own record
+//!   in the parent's state directory while it runs); a failure removes the directory again if
+//!   this call made it, and a create killed half-way is finished or rolled back by the parent's
+//!   next `worktree` command (`creating`). Discarding removes the copy, then its state.
+//! - A merge moves the worktree's base to the tree it merged, which it copies into the parent's
+//!   store; the merge's epoch is named in `worktree.json` before anything is written, so a merge
+//!   killed at any point is settled from the parent's op log (`merge::settle_pending_merge`).
 
 mod copy;
+mod creating;
 pub(crate) mod link;
 mod merge;
 
@@ -91,7 +98,7 @@ pub struct WorktreeInfo {
     pub id: String,
     /// Its root.
     pub path: String,
-    /// The tree it started from (hex).
+    /// The tree it started from, or (after a merge) the tree merged last (hex).
     pub base: String,
     /// The checkpoint it was made from, if any.
     pub from: Option<String>,
@@ -151,6 +158,7 @@ impl Workspace {
         opts: &WorktreeCreateOptions,
     ) -> Result<CreatedWorktree, Error> {
         check_name(name)?;
+        creating::settle(self)?;
         let home = self.home().to_path_buf();
         if let Some(w) = link::worktrees_of(&home, self.id())
             .into_iter()
@@ -182,7 +190,7 @@ impl Workspace {
                 home.display()
             )));
         }
-        let made = match std::fs::symlink_metadata(&dest) {
+        let make = match std::fs::symlink_metadata(&dest) {
             Ok(m) if m.is_dir() => {
                 let empty = std::fs::read_dir(&dest)
                     .map_err(Error::io("listing", &dest))?
@@ -202,15 +210,29 @@ impl Workspace {
                     dest.display()
                 )))
             }
-            Err(_) => {
+            Err(_) => true,
+        };
+        // Recorded before anything is made: a create killed from here on is finished or rolled
+        // back by the next `worktree` command (see `creating`).
+        let intent = creating::Creating::begin(self, name, &dest, make)?;
+        let mut made = false;
+        if make {
+            let mkdir = || -> Result<(), Error> {
                 if let Some(parent) = dest.parent() {
                     std::fs::create_dir_all(parent).map_err(Error::io("creating", parent))?;
                 }
-                std::fs::create_dir(&dest).map_err(Error::io("creating", &dest))?;
-                true
+                std::fs::create_dir(&dest).map_err(Error::io("creating", &dest))
+            };
+            if let Err(e) = mkdir() {
+                intent.end(self);
+                return Err(e);
             }
-        };
+            made = true;
+        }
         let result = self.fill_worktree(session, name, opts, &dest);
+        if result.is_ok() {
+            crate::base::failpoint::hit("worktree-create-before-done");
+        }
         if result.is_err() {
             if made {
                 let _ = std::fs::remove_dir_all(&dest);
@@ -225,6 +247,7 @@ impl Workspace {
                 }
             }
         }
+        intent.end(self);
         result
     }
 
@@ -262,6 +285,7 @@ impl Workspace {
         if opts.include_ignored {
             copy::copy_untracked(self.root(), dest, &mut made)?;
         }
+        crate::base::failpoint::hit("worktree-create-after-copy");
         let open = OpenOptions {
             force: false,
             home: Some(home.clone()),
@@ -288,12 +312,14 @@ impl Workspace {
         })?;
         made.state.pos = pos;
         made.state.save(&state_path)?;
+        crate::base::failpoint::hit("worktree-create-before-link");
         let link = WorktreeLink {
             name: name.to_string(),
             parent: self.id().to_string(),
             base: base.to_hex(),
             from: from.clone(),
             created_ns: born,
+            merging: None,
         };
         link.save(wt.state_dir())?;
         Ok(CreatedWorktree {
@@ -317,10 +343,16 @@ impl Workspace {
 
     /// This workspace's worktrees, with the changes on each side since their bases.
     pub fn list_worktrees(&self) -> Result<Vec<WorktreeInfo>, Error> {
+        creating::settle(self)?;
         let all = link::worktrees_of(self.home(), self.id());
         if all.is_empty() {
             return Ok(Vec::new());
         }
+        // Interrupted merges first: settling one may finish its restore here.
+        let all = all
+            .into_iter()
+            .map(|w| self.settled(w))
+            .collect::<Result<Vec<_>, Error>>()?;
         let now = self.capture_found(None)?.capture.root;
         let mut out = Vec::new();
         for w in all {
@@ -361,13 +393,36 @@ impl Workspace {
 
     /// The root of worktree `name`.
     pub fn worktree_path(&self, name: &str) -> Result<PathBuf, Error> {
+        creating::settle(self)?;
         Ok(link::find(self.home(), self.id(), name)?.root())
+    }
+
+    /// `w` with a merge that was killed before it recorded its outcome settled (under this
+    /// workspace's lock, after its recovery; see `merge::settle_pending_merge`).
+    fn settled(&self, w: Linked) -> Result<Linked, Error> {
+        if w.link.merging.is_none() {
+            return Ok(w);
+        }
+        let _lock = self.lock(lock::default_wait(), "worktree")?;
+        self.recover_locked()?;
+        // Read again under the lock: the merge may have been settled meanwhile.
+        let Some(link) = WorktreeLink::load(&ws_dir(self.home(), &w.record.id)) else {
+            return Ok(w);
+        };
+        merge::settle_pending_merge(
+            self,
+            Linked {
+                record: w.record,
+                link,
+            },
+        )
     }
 
     /// Removes worktree `name`: its directory, then its history. Refused while it holds
     /// changes this workspace does not have (merge them, or `force` to lose them).
     pub fn discard_worktree(&self, name: &str, force: bool) -> Result<DiscardedWorktree, Error> {
-        let w = link::find(self.home(), self.id(), name)?;
+        creating::settle(self)?;
+        let w = self.settled(link::find(self.home(), self.id(), name)?)?;
         let root = w.root();
         let mut unmerged = Vec::new();
         if root.is_dir() {
@@ -435,10 +490,18 @@ pub fn sessions_in_worktrees(
 /// The base trees of the worktrees of workspace `parent` (live or not): what the parent's gc
 /// must keep.
 pub(crate) fn base_trees(home: &Path, parent: &str) -> Vec<ObjectId> {
-    link::worktrees_of(home, parent)
-        .into_iter()
-        .filter_map(|w: Linked| w.link.base_id().ok())
-        .collect()
+    let mut out = Vec::new();
+    for w in link::worktrees_of(home, parent) {
+        out.extend(w.link.base_id().ok());
+        // A merge under way (or killed): its tree may become the base.
+        out.extend(
+            w.link
+                .merging
+                .as_ref()
+                .and_then(|m| ObjectId::from_hex(&m.tree)),
+        );
+    }
+    out
 }
 
 /// Hard-links every complete pack of `from` into `to` (copied where a link fails).
