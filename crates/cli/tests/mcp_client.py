@@ -195,6 +195,9 @@ async def main(binary, root, mode, session):
             check(disk(root, "side.txt") == "from the worktree\n", disk(root, "side.txt"))
             await call("undo", {})
             check(disk(root, "side.txt") is None, "undo left the merged file")
+            # More work in the worktree, not merged: discarding it asks for force.
+            with open(os.path.join(wt, "later.txt"), "w") as f:
+                f.write("not merged\n")
             r = await call("worktree_discard", {"name": "side"}, error=True)
             check("force" in text_of(r), text_of(r))
             check(os.path.isdir(wt), "a refused discard removed the worktree")
