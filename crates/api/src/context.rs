@@ -60,6 +60,11 @@ impl Context {
         self
     }
 
+    /// The same, for requests of `peer` (`None`: of this process).
+    pub(crate) fn set_peer(&mut self, peer: Option<u32>) {
+        self.peer = peer;
+    }
+
     /// The process the requests come from, when that is not this one.
     pub fn peer(&self) -> Option<u32> {
         self.peer

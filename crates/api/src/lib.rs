@@ -13,6 +13,7 @@ pub mod command;
 mod context;
 mod error;
 pub mod ops;
+pub mod remote;
 pub mod rpc;
 mod serde_util;
 pub mod time;
@@ -30,6 +31,7 @@ pub use ops::shadow::*;
 pub use ops::workspace::*;
 pub use ops::worktree::*;
 pub use ops::{Operation, OPERATIONS};
+pub use remote::Endpoint;
 /// What resolves an error, as an operation: each front words it in its own syntax.
 pub use rewind_core::Remedy;
 
@@ -148,5 +150,19 @@ impl Service {
     /// Who this service acts for.
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+
+    /// The same service (its workspace open, if it is) acting for requests of process `peer`
+    /// (see [`Context::with_peer`]; `None`: of this process): a process that keeps services
+    /// between its clients gives one to the next client of the same session.
+    pub fn for_peer(mut self, peer: Option<u32>) -> Service {
+        self.ctx.set_peer(peer);
+        self
+    }
+
+    /// Whether this service can serve another client as it is (see [`Service::for_peer`]):
+    /// it holds no open epoch's lock or watcher, and the configuration it read is current.
+    pub fn is_reusable(&self) -> bool {
+        self.ws.get().is_none_or(|ws| ws.is_reusable())
     }
 }

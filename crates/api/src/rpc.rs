@@ -55,6 +55,7 @@ pub fn call(svc: &Service, method: &str, params: Value) -> Option<Result<Value, 
         "checkpoint" => with(params, |r| svc.checkpoint(&r)),
         "epoch.begin" => with(params, |r| svc.epoch_begin(&r)),
         "epoch.end" => with(params, |r| svc.epoch_end(&r)),
+        "epoch.list" => with(params, |r| svc.epoch_list(&r)),
         "exec" => with(params, |mut r: record::ExecRequest| {
             r.collect_output = true;
             svc.exec(&r)

@@ -12,7 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("core", &["store", "sandbox"]),
     ("api", &["core", "store", "sandbox"]),
     ("server", &["api"]),
-    ("hook", &["api", "server"]),
+    ("hook", &["api"]),
     ("mcp", &["api"]),
     ("tui", &["api"]),
     ("web", &["api", "server"]),

@@ -12,7 +12,10 @@
 # `rewind write` process; an opaque epoch whose command rewrites 1,000 files through the
 # server, less the command's own time, against hashing those files once (b2sum); and agent
 # hook pairs (`rewind hook claude-code`, PreToolUse + PostToolUse) of an Edit and of a Bash
-# call, with and without a server.
+# call (sandboxed, the default: the PreToolUse answer rewrites it to `rewind exec --sandbox`,
+# which is not part of the pair; and unsandboxed, danger-full-access: the hooks open and
+# settle an opaque epoch), each through the running server and alone (REWIND_NO_SERVER=1) in
+# one hyperfine run while the server runs. The load average is printed before and after.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -43,7 +46,7 @@ first=$(cd "$ws" && find . -type f -print -quit | cut -c3-)
 cli_write=$(median 50 "sh -c '$rw -C $ws -s B write $first < $work/4k'")
 
 # Agent hook pairs (rewind hook claude-code): PreToolUse + PostToolUse of an Edit and of a Bash
-# call, two processes each, as Claude Code runs them.
+# call, two processes each, as Claude Code runs them (measured once the server runs, below).
 ev() { # NAME TOOL INPUT_JSON
     printf '{"session_id":"H","cwd":"%s","hook_event_name":"%s","tool_name":"%s","tool_use_id":"t1","tool_input":%s}' "$ws" "$1" "$2" "$3"
 }
@@ -53,16 +56,27 @@ ev PostToolUse Edit "{\"file_path\":\"$ws/$first\",\"old_string\":\"a\",\"new_st
 ev PreToolUse Bash '{"command":"true"}' > "$work/pre-bash.json"
 ev PostToolUse Bash '{"command":"true"}' > "$work/post-bash.json"
 "$rw" hook claude-code < "$work/read.json"
-pair() { echo "sh -c '$rw hook claude-code < $work/pre-$1.json && $rw hook claude-code < $work/post-$1.json'"; }
-hook_edit=$(median 20 "$(pair edit)")
-hook_bash=$(median 10 "$(pair bash)")
+pair() { # KIND [ENV]: one pair of hook processes, as hyperfine runs it
+    local e=${2:-}
+    echo "sh -c '$e $rw hook claude-code < $work/pre-$1.json && $e $rw hook claude-code < $work/post-$1.json'"
+}
+pairs() { # RUNS KIND: the medians of the pair alone and through the server, one hyperfine run
+    hyperfine -N --warmup 3 --runs "$1" --export-json "$work/h.json" \
+        "$(pair "$2" REWIND_NO_SERVER=1)" "$(pair "$2")" >/dev/null 2>&1
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results']; print(r[0]['median']*1000, r[1]['median']*1000)" "$work/h.json"
+}
 
 "$rw" -C "$ws" serve --socket "$work/s.sock" > "$work/serve.out" 2>/dev/null &
 server=$!
 for _ in $(seq 600); do [ -s "$work/serve.out" ] && break; sleep 0.1; done
 cli_exec_srv=$(median 20 "$rw -C $ws exec -- true")
-hook_edit_srv=$(median 20 "$(pair edit)")
-hook_bash_srv=$(median 20 "$(pair bash)")
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+read -r hook_edit hook_edit_srv <<< "$(pairs 30 edit)"
+read -r hook_bash hook_bash_srv <<< "$(pairs 30 bash)"
+"$rw" -C "$ws" -s H sandbox mode danger-full-access --yes >/dev/null
+read -r hook_full hook_full_srv <<< "$(pairs 10 bash)"
+"$rw" -C "$ws" -s H sandbox mode workspace-write --yes >/dev/null
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 - "$work/s.sock" "$ws" "$first" > "$work/socket.txt" <<'PY'
 import json, os, socket, statistics, subprocess, sys, time
 sock_path, ws, first = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -112,10 +126,11 @@ for i in range(7):
 print(noop, write, statistics.median(runs), statistics.median(bare), statistics.median(hashed))
 PY
 read -r srv_noop srv_write srv_1000 bare_1000 hash_1000 < "$work/socket.txt"
-python3 - "$files" "$git_track" "$cli_exec" "$srv_noop" "$cli_write" "$srv_write" "$srv_1000" "$bare_1000" "$hash_1000" "$cli_exec_srv" "$hook_edit" "$hook_bash" "$hook_edit_srv" "$hook_bash_srv" <<'PY'
+python3 - "$files" "$load_before" "$load_after" "$git_track" "$cli_exec" "$srv_noop" "$cli_write" "$srv_write" "$srv_1000" "$bare_1000" "$hash_1000" "$cli_exec_srv" "$hook_edit" "$hook_bash" "$hook_edit_srv" "$hook_bash_srv" "$hook_full" "$hook_full_srv" <<'PY'
 import sys
-files, git, cli, noop, cliw, srvw, s1000, bare, hashed, clisrv, he, hb, hes, hbs = sys.argv[1], *map(float, sys.argv[2:])
-print(f"{files} files; medians in ms\n")
+files, load0, load1 = sys.argv[1:4]
+git, cli, noop, cliw, srvw, s1000, bare, hashed, clisrv, he, hb, hes, hbs, hf, hfs = map(float, sys.argv[4:])
+print(f"{files} files; medians in ms; load average {load0} before the hook pairs, {load1} after\n")
 print("| measure | ms | ratio |")
 print("|---|---|---|")
 print(f"| git no-op `track` | {git:.1f} | 1 |")
@@ -124,9 +139,11 @@ print(f"| `rewind exec -- true`, server running | {clisrv:.1f} | git / this = {g
 print(f"| no-op opaque epoch through the server's socket | {noop:.2f} | git / this = {git/noop:.0f}x; CLI / this = {cli/noop:.0f}x |")
 print(f"| `rewind write` of 4 KiB, one process | {cliw:.2f} | 1 |")
 print(f"| the same write over the socket | {srvw:.2f} | process / this = {cliw/srvw:.1f}x |")
-print(f"| hook pair (PreToolUse+PostToolUse) of an Edit, no server | {he:.1f} | |")
-print(f"| the same, server running | {hes:.1f} | no server / this = {he/hes:.1f}x |")
-print(f"| hook pair of a Bash call, no server | {hb:.1f} | |")
-print(f"| the same, server running | {hbs:.1f} | no server / this = {hb/hbs:.1f}x |")
+print(f"| hook pair (PreToolUse+PostToolUse) of an Edit, alone (REWIND_NO_SERVER=1) | {he:.1f} | |")
+print(f"| the same through the server (same hyperfine run) | {hes:.1f} | alone / this = {he/hes:.1f}x |")
+print(f"| hook pair of a Bash call (sandboxed: rewritten), alone | {hb:.1f} | |")
+print(f"| the same through the server (same hyperfine run) | {hbs:.1f} | alone / this = {hb/hbs:.1f}x |")
+print(f"| hook pair of an unsandboxed Bash call (an opaque epoch), alone | {hf:.1f} | |")
+print(f"| the same through the server (same hyperfine run) | {hfs:.1f} | alone / this = {hf/hfs:.1f}x |")
 print(f"| opaque epoch rewriting 1,000 files, less the command's {bare:.1f} ms | {s1000-bare:.1f} | / hashing them once ({hashed:.1f} ms) = {(s1000-bare)/hashed:.2f} |")
 PY

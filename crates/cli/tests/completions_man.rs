@@ -45,7 +45,7 @@ const COMMANDS: &[&str] = &[
     "tui",
 ];
 const NESTED: &[(&str, &[&str])] = &[
-    ("epoch", &["begin", "end", "abort"]),
+    ("epoch", &["begin", "end", "abort", "list"]),
     ("sandbox", &["check", "exec", "mode", "toggle"]),
     ("workspace", &["list", "move", "adopt", "forget"]),
     ("worktree", &["create", "list", "path", "merge", "discard"]),

@@ -65,15 +65,21 @@ fn run_tool(root: &Path, event: &Value) {
     }
 }
 
-#[test]
-fn a_real_sessions_events_are_recorded_and_rewound() {
-    let env = Env::new();
+/// What replaying the fixture did: the refused calls (tool, reason) and each hook's stderr.
+struct Replay {
+    refused: Vec<(Value, String)>,
+    stderr: Vec<String>,
+}
+
+/// Replays the real session's events in `env`'s workspace (a.txt and old.txt in it), doing
+/// what each tool did, with the user's edit of a.txt between the prompts.
+fn replay_real_session(env: &Env, extra_env: &[(&str, &str)]) -> Replay {
     let root = env.root();
-    write(root, "a.txt", b"alpha\nbeta\n");
-    write(root, "old.txt", b"old\n");
-    full_access(&env);
     let env_file = env.home.path().join("claude-env");
-    let mut refused = Vec::new();
+    let mut out = Replay {
+        refused: Vec::new(),
+        stderr: Vec::new(),
+    };
     let mut skip_post: Option<String> = None;
     let mut user_edited = false;
     for line in FIXTURE.lines() {
@@ -88,10 +94,15 @@ fn a_real_sessions_events_are_recorded_and_rewound() {
         if name == "PostToolUse" && skip_post.as_deref() == event["tool_use_id"].as_str() {
             continue; // the tool never ran
         }
-        let o = hook(&env, &event, &env_file);
+        let mut c = env.cmd_here(&["hook", "claude-code"]);
+        c.current_dir(root).env("CLAUDE_ENV_FILE", &env_file);
+        for (k, v) in extra_env {
+            c.env(k, v);
+        }
+        let o = output_with_stdin(&mut c, event.to_string().as_bytes());
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
         match o.status.code() {
             Some(0) => {
-                let err = String::from_utf8_lossy(&o.stderr);
                 assert!(!err.contains("rewind:"), "{name}: a warning: {err}");
                 if name == "PreToolUse" {
                     run_tool(root, &event);
@@ -99,15 +110,26 @@ fn a_real_sessions_events_are_recorded_and_rewound() {
             }
             Some(2) => {
                 assert_eq!(name, "PreToolUse", "only the guard blocks: {}", text(&o));
-                refused.push((
-                    event["tool_name"].clone(),
-                    String::from_utf8_lossy(&o.stderr).into_owned(),
-                ));
+                out.refused.push((event["tool_name"].clone(), err.clone()));
                 skip_post = event["tool_use_id"].as_str().map(str::to_string);
             }
             _ => panic!("{name}: {}", text(&o)),
         }
+        out.stderr
+            .push(format!("{name} {}: {err}", event["tool_name"]));
     }
+    out
+}
+
+#[test]
+fn a_real_sessions_events_are_recorded_and_rewound() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "a.txt", b"alpha\nbeta\n");
+    write(root, "old.txt", b"old\n");
+    full_access(&env);
+    let env_file = env.home.path().join("claude-env");
+    let refused = replay_real_session(&env, &[]).refused;
     // The second prompt's Write of a.txt (changed by the user since it was read): refused.
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0].0, "Write");
@@ -879,4 +901,295 @@ fn the_rewind_command_lists_previews_rewinds_and_undoes() {
         .filter(|i| i["type"] == "checkpoint")
         .count();
     assert_eq!(n, 2, "the /rewind prompts made no checkpoints");
+}
+
+/// `s` with every run of 16 hex digits (an epoch or checkpoint id) as `ID`.
+fn without_ids(s: &str) -> String {
+    let mut out = String::new();
+    let mut run = String::new();
+    for c in s.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+            continue;
+        }
+        out.push_str(if run.len() == 16 { "ID" } else { &run });
+        run.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
+}
+
+/// A session's history as comparable facts, oldest first: each entry of the log (every
+/// session's) without its id, position and times, and each epoch's changes.
+fn history(env: &Env, session: &str) -> Vec<String> {
+    let log = json(env, session, &["log", "--all-sessions", "--limit", "0"], 0);
+    let mut out = Vec::new();
+    for e in log["items"].as_array().unwrap().iter().rev() {
+        let mut fact = json!({});
+        for k in [
+            "type",
+            "kind",
+            "state",
+            "session",
+            "tool",
+            "tool_call",
+            "message",
+            "parent",
+            "label",
+            "note",
+            "recovered",
+        ] {
+            if let Some(v) = e.get(k) {
+                fact[k] = v.clone();
+            }
+        }
+        if e["type"] == "epoch" {
+            let shown = json(env, session, &["show", e["id"].as_str().unwrap()], 0);
+            fact["changes"] = shown["changes"].clone();
+        }
+        out.push(fact.to_string());
+    }
+    out
+}
+
+/// Every file of the workspace and its content, by path.
+fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// With `rewind serve` running, each hook event goes through the server's socket: every
+/// hook's trace shows it connected and no workspace opened in the hook's own process (no
+/// database, no stat cache: nothing that grows with the tree). And the session is recorded
+/// exactly as without a server: the same refusal, the same entries with the same changes,
+/// the same files.
+#[test]
+fn hooks_go_through_a_running_server_with_the_same_results() {
+    let mut runs = Vec::new();
+    for with_server in [false, true] {
+        let env = Env::new();
+        let root = env.root();
+        write(root, "a.txt", b"alpha\nbeta\n");
+        write(root, "old.txt", b"old\n");
+        full_access(&env);
+        init(&env);
+        let server = with_server.then(|| serve(&env));
+        let replay = replay_real_session(&env, &[("REWIND_TRACE", "1")]);
+        for err in &replay.stderr {
+            assert_eq!(
+                err.contains("server connected"),
+                with_server,
+                "server running: {with_server}: {err}"
+            );
+            if with_server {
+                assert!(!err.contains("workspace open"), "{err}");
+            }
+        }
+        if !with_server {
+            assert!(
+                replay.stderr.iter().any(|e| e.contains("workspace open")),
+                "the trace names the open: {:?}",
+                replay.stderr
+            );
+        }
+        if let Some(s) = server {
+            stop_server(s);
+        }
+        let refused: Vec<(Value, String)> = replay
+            .refused
+            .iter()
+            .map(|(tool, why)| {
+                let why: Vec<&str> = why
+                    .lines()
+                    .filter(|l| !l.starts_with("rewind-trace"))
+                    .collect();
+                (tool.clone(), without_ids(&why.join("\n")))
+            })
+            .collect();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        fsck_clean(&env);
+        runs.push((refused, history(&env, SESSION), files(root)));
+    }
+    assert_eq!(runs[0].0, runs[1].0, "the same refusal");
+    assert_eq!(runs[0].1, runs[1].1, "the same history");
+    assert_eq!(runs[0].2, runs[1].2, "the same files");
+}
+
+/// One step of a random session.
+#[derive(Clone, Debug)]
+enum Step {
+    Prompt,
+    Read(usize),
+    Edit(usize),
+    Write(usize),
+    Bash(usize),
+    /// Two Bash calls of one answer, run in parallel.
+    Parallel(usize, usize),
+    /// The user changes a file in their editor.
+    User(usize),
+    Stop,
+}
+
+/// `n` random steps from `seed` (xorshift), over files f0..f5 (f4 and f5 do not exist at
+/// first).
+fn plan(seed: u64, n: usize) -> Vec<Step> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % m) as usize
+    };
+    let mut steps = vec![Step::Prompt];
+    for _ in 0..n {
+        let f = next(6);
+        steps.push(match next(16) {
+            0 => Step::Prompt,
+            1..=4 => Step::Read(f),
+            5..=7 => Step::Edit(f),
+            8..=9 => Step::Write(f),
+            10..=11 => Step::Bash(f),
+            12 => Step::Parallel(f, next(6)),
+            13..=14 => Step::User(f),
+            _ => Step::Stop,
+        });
+    }
+    steps.push(Step::Stop);
+    steps
+}
+
+/// What a random session gave: each hook's exit code and standard output, the history, the
+/// files at the end.
+type Played = (Vec<(i32, String)>, Vec<String>, Vec<(String, Vec<u8>)>);
+
+/// Plays `steps` in a new workspace (with a server running for it, or not).
+fn play(steps: &[Step], with_server: bool) -> Played {
+    let env = Env::new();
+    let root = env.root();
+    for i in 0..4 {
+        write(root, &format!("f{i}"), format!("file {i}\n").as_bytes());
+    }
+    full_access(&env);
+    init(&env);
+    let server = with_server.then(|| serve(&env));
+    let cwd = json!(root.to_str().unwrap());
+    let mut answers = Vec::new();
+    let mut hook = |e: Value| -> i32 {
+        let mut c = env.cmd_here(&["hook", "claude-code"]);
+        c.current_dir(root);
+        let o = output_with_stdin(&mut c, e.to_string().as_bytes());
+        let code = o.status.code().unwrap_or(-1);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(code == 2 || !err.contains("rewind:"), "a warning: {err}");
+        answers.push((code, String::from_utf8_lossy(&o.stdout).into_owned()));
+        code
+    };
+    let path = |f: usize| root.join(format!("f{f}"));
+    let tool = |name: &str, id: &str, input: Value| json!({"session_id": "R", "cwd": cwd, "tool_name": name, "tool_use_id": id, "tool_input": input});
+    let with_name = |mut e: Value, name: &str| {
+        e["hook_event_name"] = json!(name);
+        e
+    };
+    for (n, step) in steps.iter().enumerate() {
+        let id = format!("call-{n}");
+        match *step {
+            Step::Prompt => {
+                hook(
+                    json!({"session_id": "R", "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt_id": format!("p{n}"), "prompt": format!("prompt {n}")}),
+                );
+            }
+            Step::Read(f) => {
+                if path(f).is_file() {
+                    let e = tool("Read", &id, json!({"file_path": path(f)}));
+                    hook(with_name(e, "PostToolUse"));
+                }
+            }
+            Step::Edit(f) | Step::Write(f) => {
+                let name = if matches!(step, Step::Edit(_)) {
+                    "Edit"
+                } else {
+                    "Write"
+                };
+                let e = tool(name, &id, json!({"file_path": path(f), "content": "x"}));
+                if hook(with_name(e.clone(), "PreToolUse")) == 0 {
+                    let mut data = std::fs::read(path(f)).unwrap_or_default();
+                    data.extend_from_slice(format!("{name} {n}\n").as_bytes());
+                    std::fs::write(path(f), data).unwrap();
+                    hook(with_name(e, "PostToolUse"));
+                }
+            }
+            Step::Bash(f) => {
+                let e = tool(
+                    "Bash",
+                    &id,
+                    json!({"command": format!("echo bash {n} >> f{f}")}),
+                );
+                hook(with_name(e.clone(), "PreToolUse"));
+                sh_in(root, &format!("echo bash {n} >> f{f}"));
+                hook(with_name(e, "PostToolUse"));
+            }
+            Step::Parallel(f, g) => {
+                let a = tool("Bash", &format!("{id}-a"), json!({"command": "a"}));
+                let b = tool("Bash", &format!("{id}-b"), json!({"command": "b"}));
+                hook(with_name(a.clone(), "PreToolUse"));
+                hook(with_name(b.clone(), "PreToolUse"));
+                sh_in(root, &format!("echo par {n} >> f{f}"));
+                hook(with_name(a, "PostToolUse"));
+                sh_in(root, &format!("echo par {n} >> f{g}"));
+                hook(with_name(b, "PostToolUse"));
+            }
+            Step::User(f) => {
+                let mut data = std::fs::read(path(f)).unwrap_or_default();
+                data.extend_from_slice(format!("user {n}\n").as_bytes());
+                std::fs::write(path(f), data).unwrap();
+            }
+            Step::Stop => {
+                hook(json!({"session_id": "R", "cwd": cwd, "hook_event_name": "Stop"}));
+            }
+        }
+    }
+    if let Some(s) = server {
+        stop_server(s);
+    }
+    fsck_clean(&env);
+    (answers, history(&env, "R"), files(root))
+}
+
+fn sh_in(root: &Path, script: &str) {
+    let ok = std::process::Command::new("sh")
+        .args(["-c", script])
+        .current_dir(root)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{script}");
+}
+
+/// Random sessions (reads, edits, writes, Bash calls alone and in parallel, the user's own
+/// edits, prompts and stops, in random orders) give the same answers to the agent, the same
+/// history and the same files with a running server as without one.
+#[test]
+fn random_sessions_are_recorded_alike_with_and_without_a_server() {
+    for seed in 1..=3u64 {
+        let steps = plan(seed, 24);
+        let alone = play(&steps, false);
+        let served = play(&steps, true);
+        assert_eq!(alone.0, served.0, "seed {seed}: the answers; {steps:?}");
+        assert_eq!(alone.1, served.1, "seed {seed}: the history; {steps:?}");
+        assert_eq!(alone.2, served.2, "seed {seed}: the files; {steps:?}");
+    }
 }

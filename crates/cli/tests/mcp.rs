@@ -60,9 +60,19 @@ fn mcp_python() -> Option<PathBuf> {
 }
 
 fn python_end_to_end(mode: &str) {
+    python_end_to_end_with(mode, false);
+}
+
+/// The Python SDK's session (see `mcp_client.py`); `with_server`: with `rewind serve` running
+/// for the workspace, which the MCP server then works through.
+fn python_end_to_end_with(mode: &str, with_server: bool) {
     let Some(python) = mcp_python() else { return };
     let env = Env::new();
     write(env.root(), "a.txt", b"hello\n");
+    let server = with_server.then(|| {
+        init(&env);
+        serve(&env)
+    });
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
     let o = Command::new(&python)
         .arg(&script)
@@ -71,12 +81,26 @@ fn python_end_to_end(mode: &str) {
         .arg(mode)
         .arg(format!("py-{mode}"))
         .env("REWIND_HOME", env.home.path())
+        .env("REWIND_TRACE", "1")
         .env_remove("REWIND_SESSION")
         .output()
         .unwrap();
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("OK"), "{out}");
+    // Through the server: its answers are in the trace of `rewind mcp` (on the client's
+    // standard error), the edit's and the epochs of `run` among them; without one, never.
+    for phase in [
+        "server connected",
+        "server: edit",
+        "server: epoch.begin",
+        "server: epoch.end",
+    ] {
+        assert_eq!(out.contains(phase), with_server, "{phase}: {out}");
+    }
+    if let Some(s) = server {
+        stop_server(s);
+    }
     // The history the client made is the command line's too.
     let log = json(&env, &format!("py-{mode}"), &["log"], 0);
     let tools: Vec<&str> = log["items"]
@@ -98,6 +122,13 @@ fn python_sdk_initialize_era() {
 #[test]
 fn python_sdk_discover_era() {
     python_end_to_end("modern");
+}
+
+/// `rewind mcp` with `rewind serve` running for the workspace: the same session, through the
+/// server (issue 17).
+#[test]
+fn python_sdk_through_a_running_server() {
+    python_end_to_end_with("legacy", true);
 }
 
 /// A server on pipes, speaking raw lines.

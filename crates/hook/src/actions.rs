@@ -4,10 +4,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rewind_api::{
-    ApiError, CheckWriteRequest, CheckpointRequest, Context, EpochBeginRequest, EpochEndRequest,
-    HookGuard, ReadRequest, Recorder, Service, StatusRequest,
+    ApiError, Context, Endpoint, EpochBeginRequest, EpochEndRequest, HookGuard, Recorder, Service,
 };
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{json, Value};
 
 use crate::event::{self, Dialect, Event, What};
 
@@ -56,16 +56,18 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
         .filter(|v| dialect == Dialect::ClaudeCode && !v.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| event.cwd.clone());
-    let svc = Service::new(Context::new(&dir, &event.session)?);
+    // Through the workspace's server when one runs: it has the workspace open, so this
+    // process opens nothing (no database, no stat cache), whatever the size of the tree.
+    let ep = Endpoint::new(Service::new(Context::new(&dir, &event.session)?));
     match event.what {
-        What::SessionStart => session_start(&svc, &event.session),
-        What::Prompt { id, text } => prompt(&svc, id, text),
+        What::SessionStart => session_start(&ep, &event.session),
+        What::Prompt { id, text } => prompt(&ep, id, text),
         What::Read {
             file,
             offset,
             limit,
         } => {
-            read(&svc, file, offset, limit)?;
+            read(&ep, file, offset, limit)?;
             Ok(Outcome::default())
         }
         What::Pre {
@@ -79,35 +81,64 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
             Some(c) if dialect != Dialect::Codex => {
                 let call_id = call.as_deref();
                 if let Some(out) =
-                    sandboxed(&svc, dialect, &event.session, &tool, call_id, &c, &input)?
+                    sandboxed(&ep, dialect, &event.session, &tool, call_id, &c, &input)?
                 {
                     return Ok(out);
                 }
-                pre(&svc, dialect, &tool, call, files, Some(c))
+                pre(&ep, dialect, &tool, call, files, Some(c))
             }
-            command => pre(&svc, dialect, &tool, call, files, command),
+            command => pre(&ep, dialect, &tool, call, files, command),
         },
         What::Post {
             call,
             files,
             failed,
-        } => post(&svc, call, files, failed),
+        } => post(&ep, call, files, failed),
         What::End => {
-            settle_all(&svc)?;
+            settle_all(&ep)?;
             Ok(Outcome::default())
         }
         What::Other => Ok(Outcome::default()),
     }
 }
 
-fn recorder<'a>(
-    svc: &'a Service,
-    server: &'a Option<rewind_server::client::Client>,
-) -> &'a dyn Recorder {
-    match server {
-        Some(s) => s,
-        None => svc,
-    }
+/// The parts of the operations' documents the hook reads.
+#[derive(Deserialize)]
+struct Verdict {
+    allowed: bool,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct OpenEpochs {
+    epochs: Vec<OpenEpoch>,
+}
+
+#[derive(Deserialize)]
+struct OpenEpoch {
+    id: String,
+    tool_call: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct LogItems {
+    items: Vec<LogItem>,
+}
+
+#[derive(Deserialize)]
+struct LogItem {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct SandboxMode {
+    mode: String,
+}
+
+/// A path of the event as the workspace takes it: relative ones from the context's directory.
+fn absolute(ep: &Endpoint, p: &Path) -> PathBuf {
+    ep.context().dir().join(p)
 }
 
 /// A command line, shortened for the log.
@@ -120,9 +151,12 @@ fn short(s: &str) -> String {
     out
 }
 
-fn session_start(svc: &Service, session: &str) -> Result<Outcome, ApiError> {
-    // Registers the workspace (and takes its first capture) if it is not yet.
-    svc.open()?;
+fn session_start(ep: &Endpoint, session: &str) -> Result<Outcome, ApiError> {
+    // Registers the workspace (and takes its first capture) if it is not yet; a running
+    // server holds it open already.
+    if !ep.via_server() {
+        ep.service().open()?;
+    }
     if let Some(env_file) = std::env::var_os("CLAUDE_ENV_FILE") {
         let line = format!("export REWIND_SESSION='{}'\n", session.replace('\'', ""));
         let written = std::fs::OpenOptions::new()
@@ -140,8 +174,8 @@ fn session_start(svc: &Service, session: &str) -> Result<Outcome, ApiError> {
     Ok(Outcome::default())
 }
 
-fn prompt(svc: &Service, id: Option<String>, text: Option<String>) -> Result<Outcome, ApiError> {
-    settle_all(svc)?;
+fn prompt(ep: &Endpoint, id: Option<String>, text: Option<String>) -> Result<Outcome, ApiError> {
+    settle_all(ep)?;
     if text.as_deref().is_some_and(crate::slash::is_own_command) {
         // `/rewind` and `/sandbox` act on the session; a checkpoint for them would only shift
         // the numbers `/rewind` shows.
@@ -151,15 +185,8 @@ fn prompt(svc: &Service, id: Option<String>, text: Option<String>) -> Result<Out
         Some(id) => id,
         None => {
             // No prompt id (older builds): the session's checkpoints, counted.
-            let n = svc
-                .log(&rewind_api::LogRequest {
-                    all_sessions: false,
-                    limit: 0,
-                })?
-                .items
-                .iter()
-                .filter(|e| matches!(e.item, rewind_api::LogItem::Checkpoint { .. }))
-                .count();
+            let log: LogItems = ep.call_as("log", json!({"all_sessions": false, "limit": 0}))?;
+            let n = log.items.iter().filter(|e| e.kind == "checkpoint").count();
             format!("prompt-{}", n + 1)
         }
     };
@@ -167,16 +194,12 @@ fn prompt(svc: &Service, id: Option<String>, text: Option<String>) -> Result<Out
         let first = p.lines().next().unwrap_or_default();
         first.chars().take(80).collect::<String>()
     });
-    svc.checkpoint(&CheckpointRequest {
-        message: Some(message),
-        label,
-        ..Default::default()
-    })?;
+    ep.call("checkpoint", json!({"message": message, "label": label}))?;
     Ok(Outcome::default())
 }
 
 fn pre(
-    svc: &Service,
+    ep: &Endpoint,
     dialect: Dialect,
     tool: &str,
     call: Option<String>,
@@ -184,12 +207,13 @@ fn pre(
     command: Option<String>,
 ) -> Result<Outcome, ApiError> {
     let mut out = Outcome::default();
-    let guard = svc.config()?.hooks.guard.unwrap_or_default();
+    let files: Vec<PathBuf> = files.iter().map(|f| absolute(ep, f)).collect();
+    // Read here (two small files, no workspace opened): a change of the setting applies to
+    // the next call, with or without a server.
+    let guard = ep.service().config()?.hooks.guard.unwrap_or_default();
     if !files.is_empty() && guard != HookGuard::Off && dialect.reports_reads() {
-        let verdicts = svc.check_write(&CheckWriteRequest {
-            paths: files.clone(),
-        })?;
-        if let Some(v) = verdicts.0.iter().find(|v| !v.allowed) {
+        let verdicts: Vec<Verdict> = ep.call_as("check-write", json!({ "paths": files }))?;
+        if let Some(v) = verdicts.iter().find(|v| !v.allowed) {
             let why = v.reason.clone().unwrap_or_else(|| "refused".into());
             if guard == HookGuard::Enforce {
                 return Ok(Outcome {
@@ -201,8 +225,7 @@ fn pre(
             out.stderr = format!("rewind: warning: {tool} would be refused: {why}\n");
         }
     }
-    let server = rewind_server::client::Client::for_workspace(svc.context());
-    recorder(svc, &server).epoch_begin(&EpochBeginRequest {
+    ep.epoch_begin(&EpochBeginRequest {
         tool: Some(tool.into()),
         tool_call: call,
         // A file tool's epoch is exact over its files; a shell command's is opaque.
@@ -236,7 +259,7 @@ fn pre(
 ///   and what that `allow` does to Codex's own approval of the command is not established; the
 ///   rewritten command would also run inside Codex's own sandbox (see docs/agents.md).
 fn sandboxed(
-    svc: &Service,
+    ep: &Endpoint,
     dialect: Dialect,
     session: &str,
     tool: &str,
@@ -244,7 +267,13 @@ fn sandboxed(
     command: &str,
     input: &Value,
 ) -> Result<Option<Outcome>, ApiError> {
-    let mode = svc.config_with_settings()?.sandbox.mode.unwrap_or_default();
+    let mode: SandboxMode = ep.call_as("sandbox.mode", json!({}))?;
+    let mode: rewind_api::SandboxMode = mode.mode.parse().map_err(|e| {
+        ApiError::new(
+            rewind_api::ErrorKind::Error,
+            format!("the sandbox mode {:?}: {e}", mode.mode),
+        )
+    })?;
     if mode == rewind_api::SandboxMode::DangerFullAccess || !on_path("bwrap") {
         return Ok(None);
     }
@@ -305,37 +334,38 @@ fn on_path(program: &str) -> bool {
 }
 
 fn post(
-    svc: &Service,
+    ep: &Endpoint,
     call: Option<String>,
     files: Vec<PathBuf>,
     failed: bool,
 ) -> Result<Outcome, ApiError> {
-    let open = svc.status(&StatusRequest {})?.open_epochs;
+    let open: OpenEpochs = ep.call_as("epoch.list", json!({}))?;
     let mine = open
+        .epochs
         .iter()
-        .find(|e| e.session == svc.context().session() && call.is_some() && e.tool_call == call);
+        .find(|e| call.is_some() && e.tool_call == call);
     // Settled already (a parallel call's epoch was opened after it): what changed since is in
     // that epoch.
     if let Some(e) = mine {
-        let server = rewind_server::client::Client::for_workspace(svc.context());
-        recorder(svc, &server).epoch_end(&EpochEndRequest {
+        ep.epoch_end(&EpochEndRequest {
             epoch: Some(e.id.clone()),
             abort: failed,
         })?;
     }
     // The agent knows the files as it wrote them: its next edit needs no new read.
-    let written: Vec<PathBuf> = files.into_iter().filter(|f| f.is_file()).collect();
+    let written: Vec<PathBuf> = files
+        .iter()
+        .map(|f| absolute(ep, f))
+        .filter(|f| f.is_file())
+        .collect();
     if !failed && !written.is_empty() {
-        svc.read(&ReadRequest {
-            paths: written,
-            range: None,
-        })?;
+        ep.call("read", json!({"paths": written, "record_only": true}))?;
     }
     Ok(Outcome::default())
 }
 
 fn read(
-    svc: &Service,
+    ep: &Endpoint,
     file: PathBuf,
     offset: Option<u64>,
     limit: Option<u64>,
@@ -350,23 +380,19 @@ fn read(
             })
         }
     };
-    let range = range
-        .map(|r| r.parse())
-        .transpose()
-        .map_err(|e: String| ApiError::usage(e))?;
-    svc.read(&ReadRequest {
-        paths: vec![file],
-        range,
-    })?;
+    ep.call(
+        "read",
+        json!({"paths": [absolute(ep, &file)], "range": range, "record_only": true}),
+    )?;
     Ok(())
 }
 
 /// Settles the session's open epochs (what its tools left open).
-fn settle_all(svc: &Service) -> Result<(), ApiError> {
-    let open = svc.status(&StatusRequest {})?.open_epochs;
-    for e in open.iter().filter(|e| e.session == svc.context().session()) {
-        svc.epoch_end(&EpochEndRequest {
-            epoch: Some(e.id.clone()),
+fn settle_all(ep: &Endpoint) -> Result<(), ApiError> {
+    let open: OpenEpochs = ep.call_as("epoch.list", json!({}))?;
+    for e in open.epochs {
+        ep.epoch_end(&EpochEndRequest {
+            epoch: Some(e.id),
             abort: false,
         })?;
     }

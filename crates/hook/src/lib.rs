@@ -25,7 +25,10 @@
 //!   batch are grouped into the newest call's epoch: every change is recorded once, attributed
 //!   to the earlier calls up to the moment the next one began, to the newest after it. A
 //!   `PostToolUse` whose epoch was settled that way has nothing left to do.
-//! - With `rewind serve` running for the workspace, epochs are begun and ended through it.
+//! - With `rewind serve` running for the workspace, every operation of an event goes through
+//!   its socket ([`rewind_api::Endpoint`]): the hook process opens nothing of the workspace
+//!   (no database, no stat cache, no walk), so its cost does not grow with the tree. The
+//!   operations and their results are the same as without a server.
 
 mod actions;
 mod event;

@@ -5,7 +5,9 @@
 //! Resources show the session's log and, per checkpoint, what a restore to it would undo.
 //!
 //! Every tool is one operation of the service API ([`rewind_api::rpc::call`]); this crate
-//! only shapes arguments for a model and results for a client. Both protocol eras are served:
+//! only shapes arguments for a model and results for a client. When `rewind serve` runs for
+//! the workspace as the server starts, the operations go through it ([`rewind_api::Endpoint`]):
+//! `run`'s epochs cost what changed, not walks of the tree. Both protocol eras are served:
 //! the `initialize` handshake (2025-11-25 and earlier) and the stateless 2026-07-28 revision
 //! (`server/discover`, version and capabilities in each request's `_meta`).
 //!
@@ -20,7 +22,7 @@ mod tools;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rewind_api::{ApiError, Context, ErrorKind, SandboxMode, Service};
+use rewind_api::{ApiError, Context, Endpoint, ErrorKind, ExecRequest, SandboxMode, Service};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
@@ -58,10 +60,12 @@ pub(crate) enum RunMode {
 }
 
 /// The MCP server: the service for one session, behind a lock (operations run one at a time,
-/// on blocking threads, so the protocol keeps being read while one runs).
+/// on blocking threads, so the protocol keeps being read while one runs). The operations go
+/// through the workspace's `rewind serve` when one runs as this server starts (its file
+/// watcher spares `run` the walks of the tree), else this process opens the workspace.
 #[derive(Clone)]
 pub struct Server {
-    svc: Arc<Mutex<Service>>,
+    ep: Arc<Mutex<Endpoint>>,
     run_mode: RunMode,
     session: String,
 }
@@ -71,8 +75,10 @@ impl Server {
     /// that an unusable directory fails now, before a client connects.
     pub fn new(opts: &Options) -> Result<Server, ApiError> {
         let session = opts.session.clone().unwrap_or_else(default_session);
-        let svc = Service::new(Context::new(&opts.dir, &session)?);
-        svc.open()?;
+        let ep = Endpoint::new(Service::new(Context::new(&opts.dir, &session)?));
+        if !ep.via_server() {
+            ep.service().open()?;
+        }
         let run_mode = match opts.sandbox {
             Some(SandboxMode::DangerFullAccess) => RunMode::Plain,
             Some(m) => RunMode::Fixed(m),
@@ -80,7 +86,8 @@ impl Server {
                 // Fail closed: a sandbox that cannot run here refuses each `run` (a result the
                 // model reads), never runs it open. Only the user's explicit
                 // `danger-full-access` (the workspace's mode or --sandbox) runs unsandboxed.
-                if let Err(e) = svc.sandbox_check(&Default::default()) {
+                // (Commands run in this process, so the check is this process's.)
+                if let Err(e) = ep.service().sandbox_check(&Default::default()) {
                     eprintln!(
                         "rewind mcp: warning: the sandbox does not work here ({}); `run` will \
                          refuse commands until it does, or until you choose full access for \
@@ -92,7 +99,7 @@ impl Server {
             }
         };
         Ok(Server {
-            svc: Arc::new(Mutex::new(svc)),
+            ep: Arc::new(Mutex::new(ep)),
             run_mode,
             session,
         })
@@ -110,11 +117,20 @@ impl Server {
         method: &'static str,
         params: serde_json::Value,
     ) -> Result<serde_json::Value, ApiError> {
-        let svc = self.svc.clone();
+        let ep = self.ep.clone();
         tokio::task::spawn_blocking(move || {
-            let svc = svc.lock().unwrap_or_else(|p| p.into_inner());
-            rewind_api::rpc::call(&svc, method, params)
-                .unwrap_or_else(|| Err(ApiError::usage(format!("no operation {method}"))))
+            let ep = ep.lock().unwrap_or_else(|p| p.into_inner());
+            if method != "exec" {
+                return ep.call(method, params);
+            }
+            // A command runs in this process (its environment, its directory); its epoch is
+            // recorded through the server when one runs.
+            let mut req: ExecRequest = serde_json::from_value(params)
+                .map_err(|e| ApiError::usage(format!("invalid params: {e}")))?;
+            req.collect_output = true;
+            let out = ep.service().exec_with(&req, &*ep)?;
+            serde_json::to_value(out)
+                .map_err(|e| ApiError::new(ErrorKind::Error, format!("encoding result: {e}")))
         })
         .await
         .unwrap_or_else(|e| {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -95,8 +96,65 @@ struct Connection {
     id: u64,
     out: Writer,
     peer: Option<u32>,
-    /// One service per session this client acts for (each opens the workspace once).
-    services: HashMap<String, Service>,
+    /// One service per session (and directory) this client acts for: taken from the pool or
+    /// opened at its first request, given back when the client goes.
+    services: HashMap<Key, Service>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        for (key, svc) in self.services.drain() {
+            give_back(&self.shared, key, svc);
+        }
+    }
+}
+
+/// Who a service acts for: a session, from a directory (`None`: the root).
+pub(crate) type Key = (String, Option<PathBuf>);
+
+/// Services kept between connections, by whom they act for. Each opened the workspace once:
+/// a client that connects for one request (an agent's hook, a command line) finds it open.
+#[derive(Default)]
+pub(crate) struct Pool(Mutex<Vec<(Key, Service)>>);
+
+/// The most services the pool keeps (the oldest goes first).
+const POOLED: usize = 8;
+
+/// A service of the server for `session` from `dir`, acting for requests of `peer`: one the
+/// pool kept, if it can still serve as it is, else a new one.
+pub(crate) fn take_service(
+    shared: &Shared,
+    session: &str,
+    dir: Option<&Path>,
+    peer: Option<u32>,
+) -> Result<Service, ApiError> {
+    let kept = shared.pool.0.lock().ok().and_then(|mut p| {
+        let i = p
+            .iter()
+            .rposition(|(k, _)| k.0 == session && k.1.as_deref() == dir)?;
+        Some(p.remove(i).1)
+    });
+    if let Some(svc) = kept.filter(Service::is_reusable) {
+        return Ok(svc.for_peer(peer));
+    }
+    let mut ctx = context(shared, dir, session)?;
+    if let Some(pid) = peer {
+        ctx = ctx.with_peer(pid);
+    }
+    Ok(new_service(shared, ctx))
+}
+
+/// Keeps `svc` for the next client acting for `key`, if it can serve one.
+pub(crate) fn give_back(shared: &Shared, key: Key, svc: Service) {
+    if !svc.is_reusable() || shared.stopping.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Ok(mut p) = shared.pool.0.lock() {
+        if p.len() >= POOLED {
+            p.remove(0);
+        }
+        p.push((key, svc));
+    }
 }
 
 impl Connection {
@@ -147,15 +205,13 @@ impl Connection {
             _ => {}
         }
         let session = take_session(&self.shared, &mut params)?;
-        let svc = match self.services.get(&session) {
+        let dir = take_dir(&mut params)?;
+        let key = (session.clone(), dir.clone());
+        let svc = match self.services.get(&key) {
             Some(s) => s,
             None => {
-                let mut ctx = Context::new(&self.shared.root, &session)?;
-                if let Some(pid) = self.peer {
-                    ctx = ctx.with_peer(pid);
-                }
-                let svc = new_service(&self.shared, ctx);
-                self.services.entry(session.clone()).or_insert(svc)
+                let svc = take_service(&self.shared, &session, dir.as_deref(), self.peer)?;
+                self.services.entry(key).or_insert(svc)
             }
         };
         run(&self.shared, svc, &session, method, params)
@@ -181,6 +237,41 @@ pub(crate) fn take_session(shared: &Shared, params: &mut Value) -> Result<String
             "invalid params: \"session\" must be a string",
         ))),
     }
+}
+
+/// The directory a request acts from: its `dir` param (taken out of the params), else the
+/// workspace root. Relative paths in the request are taken from it, as the command line takes
+/// them from its `-C DIR`.
+pub(crate) fn take_dir(params: &mut Value) -> Result<Option<PathBuf>, Failure> {
+    match params.as_object_mut().and_then(|o| o.remove("dir")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(PathBuf::from(s))),
+        Some(_) => Err(Failure::Api(ApiError::usage(
+            "invalid params: \"dir\" must be a string",
+        ))),
+    }
+}
+
+/// The context of a request for `session` from `dir` (default: the root), which must be in
+/// this server's workspace (not in another one registered inside it).
+pub(crate) fn context(
+    shared: &Shared,
+    dir: Option<&Path>,
+    session: &str,
+) -> Result<Context, ApiError> {
+    let Some(dir) = dir else {
+        return Context::new(&shared.root, session);
+    };
+    let ctx = Context::new(dir, session)?;
+    if ctx.root() != shared.root {
+        return Err(ApiError::usage(format!(
+            "{} is not in this server's workspace {}",
+            dir.display(),
+            shared.root.display()
+        ))
+        .hint("connect to the server of that directory's workspace"));
+    }
+    Ok(ctx)
 }
 
 /// Runs operation `method` on `svc` (acting for `session`), telling subscribers of a guard

@@ -3,14 +3,13 @@
 //! and guard events as a socket client, hears the same events, and its running requests count
 //! in the server's drain when it stops.
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rewind_api::{ApiError, Context, ErrorKind, Service};
+use rewind_api::{ApiError, ErrorKind, Service};
 use serde_json::Value;
 
 use crate::connection::{self, Failure};
@@ -18,22 +17,15 @@ use crate::events::Sink;
 use crate::protocol::{self, Message, Request};
 use crate::Shared;
 
-/// Services kept between requests, per session: each opened the workspace once.
-type Pool = Mutex<HashMap<String, Vec<Service>>>;
-
 /// See the module's doc. Cheap to clone; every clone is the same server.
 #[derive(Clone)]
 pub struct Handle {
     shared: Arc<Shared>,
-    pool: Arc<Pool>,
 }
 
 impl Handle {
     pub(crate) fn new(shared: Arc<Shared>) -> Handle {
-        Handle {
-            shared,
-            pool: Arc::default(),
-        }
+        Handle { shared }
     }
 
     /// The workspace root.
@@ -80,7 +72,8 @@ impl Handle {
             return Err(Failure::NoMethod);
         }
         let session = connection::take_session(&self.shared, &mut params)?;
-        self.with_service(&session, |svc| {
+        let dir = connection::take_dir(&mut params)?;
+        self.with_service_from(&session, dir, |svc| {
             connection::run(&self.shared, svc, &session, method, params)
         })?
     }
@@ -92,26 +85,24 @@ impl Handle {
         session: &str,
         f: impl FnOnce(&Service) -> R,
     ) -> Result<R, ApiError> {
+        self.with_service_from(session, None, f)
+    }
+
+    /// [`Handle::with_service`] acting from `dir` (`None`: the root).
+    fn with_service_from<R>(
+        &self,
+        session: &str,
+        dir: Option<PathBuf>,
+        f: impl FnOnce(&Service) -> R,
+    ) -> Result<R, ApiError> {
         if self.stopping() {
             return Err(ApiError::new(ErrorKind::Busy, "the server is stopping"));
         }
-        let kept = self
-            .pool
-            .lock()
-            .ok()
-            .and_then(|mut p| p.get_mut(session).and_then(Vec::pop));
-        let svc = match kept {
-            Some(s) => s,
-            None => {
-                connection::new_service(&self.shared, Context::new(&self.shared.root, session)?)
-            }
-        };
+        let svc = connection::take_service(&self.shared, session, dir.as_deref(), None)?;
         self.shared.inflight.fetch_add(1, Ordering::SeqCst);
         let out = f(&svc);
         self.shared.inflight.fetch_sub(1, Ordering::SeqCst);
-        if let Ok(mut p) = self.pool.lock() {
-            p.entry(session.to_string()).or_default().push(svc);
-        }
+        connection::give_back(&self.shared, (session.to_string(), dir), svc);
         Ok(out)
     }
 

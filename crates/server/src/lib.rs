@@ -17,7 +17,6 @@
 //!   server killed outright leaves what a killed command leaves: the next command's recovery
 //!   finishes it.
 
-pub mod client;
 mod connection;
 mod events;
 mod handle;
@@ -90,6 +89,8 @@ pub(crate) struct Shared {
     pub(crate) inflight: AtomicUsize,
     /// Set by a stop: connections take no further requests.
     pub(crate) stopping: AtomicBool,
+    /// Services kept between connections (see [`connection::take_service`]).
+    pub(crate) pool: connection::Pool,
 }
 
 /// The method names a client may call: the operations and the server's own.
@@ -147,6 +148,7 @@ pub fn start(opts: &Options) -> Result<Server, ApiError> {
         hub: events::Hub::default(),
         inflight: AtomicUsize::new(0),
         stopping: AtomicBool::new(false),
+        pool: connection::Pool::default(),
     });
     events::follow(shared.clone());
     Ok(Server {

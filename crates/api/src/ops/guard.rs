@@ -26,6 +26,10 @@ pub struct ReadRequest {
     #[serde(default, deserialize_with = "crate::serde_util::opt_from_str")]
     #[schemars(with = "Option<String>")]
     pub range: Option<LineRange>,
+    /// Only record what the session has seen; return no content (`content` empty): what an
+    /// agent's hook does for a file the agent read or wrote itself.
+    #[serde(default)]
+    pub record_only: bool,
 }
 
 /// One file read.
@@ -225,7 +229,10 @@ impl Service {
         let mut files = Vec::new();
         for p in &req.paths {
             let rel = self.ctx.path(ws.root(), p)?;
-            let r = ws.read_file(self.ctx.session(), &rel.0, req.range)?;
+            let mut r = ws.read_file(self.ctx.session(), &rel.0, req.range)?;
+            if req.record_only {
+                r.content.clear();
+            }
             files.push(ReadFile {
                 path: relpath::display(&r.path),
                 size: r.size,

@@ -89,6 +89,8 @@ operations! {
         "Open an epoch for the session: exact with declared paths, else opaque.";
     "epoch.end" => record::EpochEndRequest, record::EpochEndResponse,
         "Settle (or abort) the session's open epoch, or the named one, recording what changed.";
+    "epoch.list" => record::EpochListRequest, record::EpochListResponse,
+        "The open epochs of the session (or of every session), oldest first.";
     "exec" => record::ExecRequest, record::ExecResponse,
         "Run a command (optionally sandboxed) as one opaque epoch of the session.";
     "restore" => rewind::RestoreRequest, rewind::RestoreResponse,

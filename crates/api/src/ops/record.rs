@@ -107,6 +107,23 @@ pub struct EpochEndResponse {
     pub changes: Vec<StepView>,
 }
 
+/// The epochs still open: the session's, or every session's. Reads the op log only (no
+/// capture, no lock): what a hook asks before it settles its tool call's epoch.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EpochListRequest {
+    /// Every session's open epochs, not only the session's.
+    #[serde(default)]
+    pub all_sessions: bool,
+}
+
+/// The open epochs, oldest first.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct EpochListResponse {
+    /// Each open epoch, as `status` shows it.
+    pub epochs: Vec<rewind_core::EpochRow>,
+}
+
 /// Run a command as one opaque epoch: capture before, run, capture after, record the changes.
 /// The command runs in the request's directory with this process's standard input, output
 /// and error, or with `collect_output` with empty input and its output in the response.
@@ -230,6 +247,18 @@ impl Service {
             id: s.epoch.id,
             state: s.epoch.state,
         })
+    }
+
+    /// The `epoch_list` operation: see [`EpochListRequest`].
+    pub fn epoch_list(&self, req: &EpochListRequest) -> Result<EpochListResponse, ApiError> {
+        let session = self.ctx.session();
+        let epochs = self
+            .ws()?
+            .open_epochs()?
+            .into_iter()
+            .filter(|e| req.all_sessions || e.session == session)
+            .collect();
+        Ok(EpochListResponse { epochs })
     }
 
     /// Runs the command (stdio passed through) as one process-owned opaque epoch. The epoch is

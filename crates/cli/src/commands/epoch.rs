@@ -1,9 +1,9 @@
-//! `rewind epoch begin|end|abort`: epochs driven by an agent's own tool hooks.
+//! `rewind epoch begin|end|abort|list`: epochs driven by an agent's own tool hooks.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use rewind_api::{EpochBeginRequest, EpochEndRequest, Recorder};
+use rewind_api::{EpochBeginRequest, EpochEndRequest, EpochListRequest, Recorder};
 
 use super::ToolArgs;
 use crate::output::emit;
@@ -29,6 +29,16 @@ pub enum Sub {
     /// Close the session's open epoch (or the named one) as aborted, still recording what
     /// changed.
     Abort(EndArgs),
+    /// List the session's open epochs (or every session's), oldest first: what `epoch end`
+    /// can settle.
+    List(ListArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {
+    /// Every session's open epochs.
+    #[arg(long)]
+    pub all_sessions: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -50,6 +60,22 @@ pub struct EndArgs {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     let service = super::service(cli)?;
+    if let Sub::List(a) = &args.command {
+        let out = service.epoch_list(&EpochListRequest {
+            all_sessions: a.all_sessions,
+        })?;
+        emit(cli.json, &out, |o| {
+            for e in &o.epochs {
+                let what = [e.tool.as_deref(), e.tool_call.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                println!("{} {} session {} {what}", e.id, e.kind.as_str(), e.session);
+            }
+        })?;
+        return Ok(0);
+    }
     // Through the workspace's server when one runs (see `exec`).
     let server = super::server(&service);
     let recorder: &dyn Recorder = match &server {
@@ -68,6 +94,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             })?;
             emit(cli.json, &began, |b| println!("{}", b.id))?;
         }
+        Sub::List(_) => unreachable!("answered above"),
         Sub::End(a) | Sub::Abort(a) => {
             let abort = matches!(args.command, Sub::Abort(_));
             let out = recorder.epoch_end(&EpochEndRequest {

@@ -104,8 +104,8 @@ pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
 
 /// The workspace's running server, acting for this invocation's session; `None` when none
 /// runs (or REWIND_NO_SERVER is set).
-pub fn server(service: &rewind_api::Service) -> Option<rewind_server::client::Client> {
-    rewind_server::client::Client::for_workspace(service.context())
+pub fn server(service: &rewind_api::Service) -> Option<rewind_api::remote::Client> {
+    rewind_api::remote::Client::for_workspace(service.context())
 }
 
 /// How the epoch of a tool is labelled (`exec`, `epoch begin` and the guarded tools).

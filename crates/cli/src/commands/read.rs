@@ -58,6 +58,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         let mut one = service.read(&ReadRequest {
             paths: vec![p.clone()],
             range: args.range,
+            record_only: false,
         })?;
         let r = one.files.remove(0);
         if !cli.json {

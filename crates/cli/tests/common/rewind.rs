@@ -163,3 +163,27 @@ pub fn fsck_clean(env: &Env) {
 pub fn os(s: &[u8]) -> OsString {
     OsStr::from_bytes(s).to_os_string()
 }
+
+/// A `rewind serve` for `env`'s workspace, on its socket, once it listens.
+pub fn serve(env: &Env) -> std::process::Child {
+    let mut c = env
+        .cmd(&["serve"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(c.stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(!first.is_empty(), "the server printed no socket path");
+    c
+}
+
+/// Stops a server [`serve`] started (SIGTERM) and waits for it to exit cleanly.
+pub fn stop_server(mut server: std::process::Child) {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    assert!(server.wait().unwrap().success());
+}

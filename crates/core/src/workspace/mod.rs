@@ -56,6 +56,8 @@ pub struct Workspace {
     id: String,
     dir: PathBuf,
     config: Config,
+    /// The configuration files as they were just before `config` was read from them.
+    config_stamp: ConfigStamp,
     store: Store,
     /// Whether this open registered the workspace.
     created: bool,
@@ -264,6 +266,7 @@ impl Workspace {
             ))
             .remedy(Remedy::Init { force: false }));
         }
+        let config_stamp = config_stamp(&home, &root);
         let config = Config::load(&home, Some(&root))?;
         let store = open_store(&dir)?;
         Ok(Workspace {
@@ -276,6 +279,7 @@ impl Workspace {
             id,
             dir,
             config,
+            config_stamp,
             store,
             created,
             relinked,
@@ -289,6 +293,15 @@ impl Workspace {
     /// [`LiveWatch`]: crate::capture::watch::LiveWatch
     pub fn use_live_watch(&self, watch: crate::capture::watch::LiveWatch) {
         *self.live.borrow_mut() = Some((watch, 0));
+    }
+
+    /// Whether this handle can serve another request as it is, in a process that keeps
+    /// handles between requests (`rewind serve`): it holds no open epoch's lock or watcher,
+    /// and its configuration files have not changed since it read them. Cheap: two `stat`s.
+    pub fn is_reusable(&self) -> bool {
+        self.opaque.borrow().is_none()
+            && self.watcher.borrow().is_none()
+            && config_stamp(self.home(), &self.root) == self.config_stamp
     }
 
     /// Whether `root` (canonical) is registered under `home`. Cheap: one file lookup.
@@ -579,6 +592,23 @@ impl Workspace {
 }
 
 /// Opens (creating it if needed) the store and op log in state directory `dir`.
+/// What identifies the contents of the configuration files of a workspace (the user's and
+/// the workspace's): for each, its inode, size and modification time, or nothing if absent.
+type ConfigStamp = [Option<(u64, u64, i64, i64)>; 2];
+
+fn config_stamp(home: &Path, root: &Path) -> ConfigStamp {
+    use std::os::unix::fs::MetadataExt;
+    let one = |p: PathBuf| {
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| (m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+    };
+    [
+        one(home.join(crate::config::USER_CONFIG)),
+        one(root.join(crate::config::WORKSPACE_CONFIG)),
+    ]
+}
+
 fn open_store(dir: &Path) -> Result<Store, Error> {
     let store = Store::open(
         &dir.join("packs"),
