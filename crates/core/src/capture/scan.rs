@@ -12,7 +12,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rayon::prelude::*;
 use rewind_store::{EntryKind, ObjectId};
 
 use crate::capture::ignore_rules::Rules;
@@ -214,36 +213,71 @@ fn walk_dir<'s>(
             return;
         }
     };
-    // A big directory's entries are stat'ed on every core (the walk is otherwise one job per
-    // directory, so 100k files in one directory would be one thread's work).
-    let names: Vec<(Vec<u8>, Listed)> = rd.filter_map(Result::ok).collect();
-    let look = |(name, dent): (Vec<u8>, Listed)| {
-        examine(
-            name,
-            dent,
-            &abs,
-            cached,
-            rules.as_deref(),
-            needs_path,
-            under_ignored,
-            opts.progress,
-        )
-    };
-    let examined: Vec<Examined> = if names.len() >= PARALLEL_STAT_AT {
-        names
-            .into_par_iter()
-            .with_min_len(PARALLEL_STAT_AT / 4)
-            .filter_map(look)
-            .collect()
-    } else {
-        names.into_iter().filter_map(look).collect()
-    };
-    found.reserve(examined.len());
-    for e in examined {
-        if e.ignored_dir {
-            ignored_dirs.push(e.found.stat.name.clone());
+    for dent in rd {
+        let Ok((name, dent)) = dent else { continue };
+        if NEVER_CAPTURED.contains(&name.as_slice())
+            || name.starts_with(crate::fs::root::TEMP_PREFIX.as_bytes())
+        {
+            continue;
         }
-        found.push(e.found);
+        // Building the absolute path costs an allocation per entry: only when an ignore file
+        // needs it.
+        let path = needs_path.then(|| abs.join(OsStr::from_bytes(&name)));
+        let meta = match dent.stat() {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                found.push(uncovered(name, 0, format!("cannot stat: {e}")));
+                continue;
+            }
+        };
+        let ft = meta.mode & libc::S_IFMT;
+        // As in git, ignore rules apply to what is not captured yet: a path captured before
+        // (in the cache, with its content) stays captured whatever the ignore files say now,
+        // so an agent cannot switch recording off by writing `*` into `.gitignore`.
+        let ignored = under_ignored
+            || matches!((&rules, &path), (Some(r), Some(path)) if r.is_ignored(path, ft == libc::S_IFDIR));
+        if ignored && !was_captured(cached, &name) {
+            continue;
+        }
+        if let Some(p) = opts.progress {
+            p.entries_seen.fetch_add(1, Ordering::Relaxed);
+        }
+        let kind = if ft == libc::S_IFDIR {
+            EntryKind::Dir
+        } else if ft == libc::S_IFLNK {
+            EntryKind::Symlink
+        } else if ft == libc::S_IFREG {
+            EntryKind::File
+        } else {
+            let what = if ft == libc::S_IFIFO {
+                "a FIFO"
+            } else if ft == libc::S_IFSOCK {
+                "a socket"
+            } else {
+                "a device file"
+            };
+            found.push(uncovered(name, 0, format!("{what} is not captured")));
+            continue;
+        };
+        let stat = StatEntry {
+            name,
+            kind,
+            mode: meta.mode & 0o7777,
+            size: if kind == EntryKind::Dir { 0 } else { meta.size },
+            mtime_ns: meta.mtime_ns,
+            ctime_ns: meta.ctime_ns,
+            ino: meta.ino,
+            id: ObjectId::ZERO,
+        };
+        found.push(Found {
+            stat,
+            known: false,
+            uncovered: None,
+        });
+        if ignored && kind == EntryKind::Dir {
+            ignored_dirs.push(found.last().expect("just pushed").stat.name.clone());
+        }
     }
     found.sort_by(|a, b| a.stat.name.cmp(&b.stat.name));
     // Merge-join with the cache: a file whose stat matches and is not racy keeps its id.
@@ -286,96 +320,6 @@ fn walk_dir<'s>(
         warn.lock().unwrap().extend(local_warn);
     }
     out.lock().unwrap().insert(rel, found);
-}
-
-/// Directories with at least this many entries are stat'ed in parallel.
-const PARALLEL_STAT_AT: usize = 4096;
-
-/// One listed entry, stat'ed and judged.
-struct Examined {
-    found: Found,
-    /// A directory walked although ignored now (it was captured before).
-    ignored_dir: bool,
-}
-
-/// Stats one listed entry of directory `abs` and judges it: `None` when it is not captured
-/// (never captured, gone meanwhile, or ignored and not captured before).
-#[allow(clippy::too_many_arguments)]
-fn examine(
-    name: Vec<u8>,
-    dent: Listed,
-    abs: &Path,
-    cached: &[StatEntry],
-    rules: Option<&Rules>,
-    needs_path: bool,
-    under_ignored: bool,
-    progress: Option<&Progress>,
-) -> Option<Examined> {
-    if NEVER_CAPTURED.contains(&name.as_slice())
-        || name.starts_with(crate::fs::root::TEMP_PREFIX.as_bytes())
-    {
-        return None;
-    }
-    let plain = |found| {
-        Some(Examined {
-            found,
-            ignored_dir: false,
-        })
-    };
-    // Building the absolute path costs an allocation per entry: only when an ignore file
-    // needs it.
-    let path = needs_path.then(|| abs.join(OsStr::from_bytes(&name)));
-    let meta = match dent.stat() {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => return plain(uncovered(name, 0, format!("cannot stat: {e}"))),
-    };
-    let ft = meta.mode & libc::S_IFMT;
-    // As in git, ignore rules apply to what is not captured yet: a path captured before
-    // (in the cache, with its content) stays captured whatever the ignore files say now,
-    // so an agent cannot switch recording off by writing `*` into `.gitignore`.
-    let ignored = under_ignored
-        || matches!((rules, &path), (Some(r), Some(path)) if r.is_ignored(path, ft == libc::S_IFDIR));
-    if ignored && !was_captured(cached, &name) {
-        return None;
-    }
-    if let Some(p) = progress {
-        p.entries_seen.fetch_add(1, Ordering::Relaxed);
-    }
-    let kind = if ft == libc::S_IFDIR {
-        EntryKind::Dir
-    } else if ft == libc::S_IFLNK {
-        EntryKind::Symlink
-    } else if ft == libc::S_IFREG {
-        EntryKind::File
-    } else {
-        let what = if ft == libc::S_IFIFO {
-            "a FIFO"
-        } else if ft == libc::S_IFSOCK {
-            "a socket"
-        } else {
-            "a device file"
-        };
-        return plain(uncovered(name, 0, format!("{what} is not captured")));
-    };
-    let stat = StatEntry {
-        name,
-        kind,
-        mode: meta.mode & 0o7777,
-        size: if kind == EntryKind::Dir { 0 } else { meta.size },
-        mtime_ns: meta.mtime_ns,
-        ctime_ns: meta.ctime_ns,
-        ino: meta.ino,
-        id: ObjectId::ZERO,
-    };
-    Some(Examined {
-        found: Found {
-            stat,
-            known: false,
-            uncovered: None,
-        },
-        ignored_dir: ignored && kind == EntryKind::Dir,
-    })
 }
 
 /// What the walk needs of one entry's `lstat`.
