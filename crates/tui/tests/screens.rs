@@ -308,6 +308,17 @@ fn sandbox_mode(ws: &Ws) -> rewind_api::SandboxModeResponse {
         .unwrap()
 }
 
+/// Sets the workspace's sandbox mode as `rewind sandbox mode` does (another process).
+fn set_mode_from_the_cli(ws: &Ws, mode: rewind_api::SandboxMode) {
+    ws.svc("someone")
+        .sandbox_mode(&rewind_api::SandboxModeRequest {
+            set: Some(mode),
+            via: Some("cli".into()),
+            ..Default::default()
+        })
+        .unwrap();
+}
+
 /// The sandbox-mode changes in the op log, oldest first: (previous, value, front).
 fn mode_changes(ws: &Ws) -> Vec<(Option<String>, String, Option<String>)> {
     let log = ws
@@ -419,13 +430,7 @@ fn a_sandbox_toggle_decided_on_a_stale_mode_changes_nothing() {
     let mut app = app(&ws, "agent");
     keys(&mut app, "St");
     // Meanwhile someone else turns the sandbox off from the command line.
-    ws.svc("someone")
-        .sandbox_mode(&rewind_api::SandboxModeRequest {
-            set: Some(rewind_api::SandboxMode::DangerFullAccess),
-            via: Some("cli".into()),
-            ..Default::default()
-        })
-        .unwrap();
+    set_mode_from_the_cli(&ws, rewind_api::SandboxMode::DangerFullAccess);
     // Confirming the TUI's "turn it off" must not flip it back on.
     key(&mut app, KeyCode::Char('y'));
     let screen = render(&mut app);
@@ -441,13 +446,7 @@ fn a_sandbox_toggle_decided_on_a_stale_mode_changes_nothing() {
 fn another_process_changing_the_sandbox_mode_shows_in_the_header() {
     let ws = scripted();
     let mut app = app(&ws, "agent");
-    ws.svc("someone")
-        .sandbox_mode(&rewind_api::SandboxModeRequest {
-            set: Some(rewind_api::SandboxMode::ReadOnly),
-            via: Some("cli".into()),
-            ..Default::default()
-        })
-        .unwrap();
+    set_mode_from_the_cli(&ws, rewind_api::SandboxMode::ReadOnly);
     assert!(app.refresh_if_changed(), "a mode change moves the op log");
     let screen = render(&mut app);
     assert!(
