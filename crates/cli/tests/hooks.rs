@@ -517,20 +517,7 @@ fn the_opencode_plugin_records_and_guards_through_the_server() {
         let env = Env::new();
         write(env.root(), "a.txt", b"a\n");
         init(&env);
-        let server = with_server.then(|| {
-            let mut c = env
-                .cmd(&["serve"])
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            let mut first = String::new();
-            std::io::BufRead::read_line(
-                &mut std::io::BufReader::new(c.stdout.as_mut().unwrap()),
-                &mut first,
-            )
-            .unwrap();
-            c
-        });
+        let server = with_server.then(|| serve(&env));
         let o = std::process::Command::new("node")
             .arg(&plugin)
             .env("REWIND", env!("CARGO_BIN_EXE_rewind"))
