@@ -201,6 +201,15 @@ async def main(binary, root, mode, session):
             r = await call("worktree_discard", {"name": "side"}, error=True)
             check("force" in text_of(r), text_of(r))
             check(os.path.isdir(wt), "a refused discard removed the worktree")
+            # Both sides change the same file's only line: a conflict, refused with the plan.
+            with open(os.path.join(wt, "side.txt"), "w") as f:
+                f.write("the worktree's line\n")
+            with open(os.path.join(root, "side.txt"), "w") as f:
+                f.write("this side's line\n")
+            r = await call("worktree_merge", {"name": "side", "dry_run": False}, error=True)
+            check(r.structured_content["conflicts"], r.structured_content)
+            check(disk(root, "side.txt") == "this side's line\n", "a refused merge wrote")
+            os.remove(os.path.join(root, "side.txt"))
             await call("worktree_discard", {"name": "side", "force": True})
             check(not os.path.exists(wt), "the worktree is still there")
             r = await call("worktree_list", {})
