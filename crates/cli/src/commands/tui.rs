@@ -3,11 +3,12 @@
 use crate::Cli;
 
 /// The terminal UI: the session's timeline as its conversation tree, diffs, rewind with a
-/// preview and a confirmation, undo, sessions and a path filter.
+/// preview and a confirmation, undo, sessions, a path filter and the sandbox toggle.
 ///
 /// Keys are shown in the footer (`?` lists them all). The view follows the workspace: what
-/// other processes record appears within a second. Nothing is written until a rewind or undo
-/// is confirmed, and the workspace lock is taken only then.
+/// other processes record appears within a second. Nothing is written until a rewind, an undo
+/// or a sandbox mode change (`S`, then `t`) is confirmed, and the workspace lock is taken only
+/// for a rewind or undo.
 ///
 /// Examples:
 ///   rewind tui
