@@ -80,19 +80,21 @@ fn mark_from(
     mut anchor: HashMap<ObjectId, i64>,
 ) -> Result<Marks, Error> {
     roots.sort_by_key(|(a, _)| std::cmp::Reverse(*a));
+    // Reused: most roots are single entries (every change's sides, every stat-cache entry).
+    let mut level: Vec<ObjectId> = Vec::new();
     for (a, root) in roots {
         if a == GONE {
             continue;
         }
         // One root at a time, in anchor order (so an object's first visit is its anchor), but
         // breadth first within it: each level's trees and file objects are read on every core.
-        let mut level: Vec<ObjectId> = match root {
-            Root::Tree(id) => vec![id],
+        match root {
+            Root::Tree(id) => level.push(id),
             Root::Entry(e) => match e.kind {
-                EntryKind::File | EntryKind::Symlink | EntryKind::Dir => vec![e.id],
+                EntryKind::File | EntryKind::Symlink | EntryKind::Dir => level.push(e.id),
                 EntryKind::Uncovered => continue,
             },
-        };
+        }
         while !level.is_empty() {
             let mut to_read = Vec::new();
             for id in level.drain(..) {
