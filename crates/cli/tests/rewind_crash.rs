@@ -399,20 +399,31 @@ fn sigkill_part_way_through_a_restore_rolls_forward() {
     }
 }
 
-/// SIGKILL with a restored file's new content complete under its temporary name, before the
-/// rename: the temporary file is there at the kill, and recovery removes it and finishes.
+/// SIGKILL with restored files' new contents complete under their temporary names, before a
+/// rename: a restore writes a batch of files (this plan's all) before it renames the first, so
+/// at the kill before the k-th rename the files not yet renamed are there under temporary names;
+/// recovery removes them and finishes.
 #[test]
 fn sigkill_before_a_restore_renames_a_written_file() {
     let s = setup(24);
     let env = &s.env;
     let n = restore_plan_len(&s);
+    let files = steps(&json(env, "S", &["restore", "--dry-run", &s.c0], 0))
+        .iter()
+        .filter(|(_, _, _, after)| after.contains("\"file\"") || after.contains("\"executable\""))
+        .count();
+    assert!(files > 3, "a plan that writes several files: {files}");
     for nth_write in [1, 3] {
         let what = format!("killed before the rename of write {nth_write}");
         let point = format!("write-before-rename:{nth_write}");
         killed_at(env, &point, &["-s", "S", "restore", &s.c0]);
         let epoch = one_unfinished_restore(env, &what);
         let (_, temps) = without_temps(&read_tree(env.root()));
-        assert_eq!(temps.len(), 1, "{what}: one temporary file at the kill");
+        assert_eq!(
+            temps.len(),
+            files - (nth_write - 1),
+            "{what}: the files not renamed yet are there under temporary names at the kill"
+        );
         expect(env, "T", &["exec", "--", "true"], 0);
         nothing_unfinished(env, &what);
         let (now, temps) = without_temps(&read_tree(env.root()));

@@ -15,6 +15,7 @@ use std::io;
 use rewind_store::{EntryKind, ObjectId, Store, Tree, TreeEntry};
 use serde::Serialize;
 
+use crate::fs::batch::Batch;
 use crate::fs::relpath;
 use crate::fs::root::{Present, RootDir, StagedFile};
 use crate::model::entry::{Change, Entry, EntryView};
@@ -215,24 +216,33 @@ impl StepFailpoints {
 
 /// How [`apply`] writes.
 pub struct ApplyOptions<'a> {
-    /// fsync every written file before renaming it into place.
+    /// fsync every written file before renaming it into place (and, batched, each directory
+    /// whose names changed before returning).
     pub durable: bool,
+    /// Write through a [`Batch`]: each directory opened once, new contents written
+    /// [`Batch::FILES`] at a time and flushed together before their renames. A restore's (many
+    /// files, a journal that finishes or rolls back whatever a kill leaves); not a guarded
+    /// write's, whose steps go in one by one so that a failure leaves exactly the steps before
+    /// it done (see [`Interrupted`]).
+    pub batch: bool,
     /// File content given in memory, by content id (a guarded write's new content, not in the
     /// store); any other file's content is read from the store.
     pub given: BTreeMap<ObjectId, &'a [u8]>,
     /// Files already written and fsynced under no name, by path (see
     /// [`RootDir::stage_file`]); each is linked into place instead of writing its path's
     /// content again. The caller guarantees a staged file holds the step's content and mode.
+    /// Only without `batch`.
     pub staged: BTreeMap<Vec<u8>, StagedFile>,
     /// The failpoints to pass.
     pub failpoints: StepFailpoints,
 }
 
 impl ApplyOptions<'_> {
-    /// Content from the store, written durably: a restore's.
+    /// Content from the store, written durably and batched: a restore's.
     pub fn from_store() -> ApplyOptions<'static> {
         ApplyOptions {
             durable: true,
+            batch: true,
             given: BTreeMap::new(),
             staged: BTreeMap::new(),
             failpoints: StepFailpoints::RESTORE,
@@ -241,9 +251,10 @@ impl ApplyOptions<'_> {
 }
 
 /// An [`apply`] that stopped at an error: the error, and how many steps were done before the
-/// one that failed. The failed step did nothing when it writes, removes or makes one path (each
-/// of those is one atomic call); one that replaces a directory or a file by the other may be
-/// half done.
+/// one that failed. One by one, the failed step did nothing when it writes, removes or makes
+/// one path (each of those is one atomic call); one that replaces a directory or a file by the
+/// other may be half done. Batched, the steps before `steps_done` are done and later ones may
+/// be too: the caller's journal, which compares each path with the disk, sorts them out.
 #[derive(Debug)]
 pub struct Interrupted {
     /// What failed.
@@ -272,8 +283,66 @@ pub fn inverse(steps: &[Change], n: usize) -> Vec<Change> {
         .collect()
 }
 
+/// Where [`apply`]'s steps go: the root path by path, or a [`Batch`].
+enum Target<'r> {
+    OneByOne(&'r RootDir),
+    Batched(Batch<'r>),
+}
+
+impl Target<'_> {
+    fn lstat(&mut self, rel: &[u8]) -> io::Result<Present> {
+        match self {
+            Target::OneByOne(r) => r.lstat(rel),
+            Target::Batched(b) => b.lstat(rel),
+        }
+    }
+
+    fn remove_file(&mut self, rel: &[u8]) -> io::Result<()> {
+        match self {
+            Target::OneByOne(r) => r.remove_file(rel),
+            Target::Batched(b) => b.remove_file(rel),
+        }
+    }
+
+    fn remove_dir(&mut self, rel: &[u8]) -> io::Result<bool> {
+        match self {
+            Target::OneByOne(r) => r.remove_dir(rel),
+            Target::Batched(b) => b.remove_dir(rel),
+        }
+    }
+
+    fn make_dir(&mut self, rel: &[u8]) -> io::Result<()> {
+        match self {
+            Target::OneByOne(r) => r.make_dir(rel),
+            Target::Batched(b) => b.make_dir(rel),
+        }
+    }
+
+    fn chmod_dir(&mut self, rel: &[u8], mode: u32) -> io::Result<()> {
+        match self {
+            Target::OneByOne(r) => r.chmod_dir(rel, mode),
+            Target::Batched(b) => b.chmod_dir(rel, mode),
+        }
+    }
+
+    fn write_symlink(&mut self, rel: &[u8], text: &[u8]) -> io::Result<()> {
+        match self {
+            Target::OneByOne(r) => r.write_symlink(rel, text),
+            Target::Batched(b) => b.write_symlink(rel, text),
+        }
+    }
+}
+
+/// Whether a step is done, or (batched) its file waits for the batch's flush.
+enum StepDone {
+    Now,
+    Begun,
+}
+
 /// Applies the plan's steps in order. Each step is idempotent ("make this path be that"), so a
-/// plan interrupted half-way can be applied again from the start.
+/// plan interrupted half-way can be applied again from the start. The counted failpoint
+/// (`after_step`) is passed as each step is done: batched, a file's step is done when its
+/// rename is.
 pub fn apply(
     root: &RootDir,
     store: &Store,
@@ -282,39 +351,93 @@ pub fn apply(
 ) -> Result<Applied, Interrupted> {
     let mut done = Applied::default();
     let mut dir_modes: Vec<(&[u8], u32)> = Vec::new();
-    for (i, step) in plan.steps.iter().enumerate() {
-        apply_step(root, store, step, &mut opts, &mut done, &mut dir_modes).map_err(|cause| {
-            Interrupted {
-                cause,
-                steps_done: i,
+    let mut target = if opts.batch {
+        Target::Batched(Batch::new(root, opts.durable))
+    } else {
+        Target::OneByOne(root)
+    };
+    // The steps whose files a batch has begun, in order, until its flush puts them in place.
+    let mut begun: Vec<usize> = Vec::new();
+    let after_step = opts.failpoints.after_step;
+    let flush = |target: &mut Target, begun: &mut Vec<usize>, done: &mut Applied| {
+        let Target::Batched(batch) = target else {
+            return Ok(());
+        };
+        let steps = std::mem::take(begun);
+        match batch.flush(&mut || crate::base::failpoint::hit(after_step)) {
+            Ok(written) => {
+                done.written += written.len() as u64;
+                done.files.extend(written);
+                Ok(())
             }
-        })?;
-        // Counted (`restore-after-step:N`, `guard-after-step:N`): stopped after its N-th step.
-        crate::base::failpoint::hit(opts.failpoints.after_step);
+            Err(e) => {
+                let steps_done = steps[e.done.len()];
+                for (path, meta) in e.done {
+                    done.files.insert(path, meta);
+                }
+                Err(Interrupted {
+                    cause: Error::io_rel("writing", &e.path)(e.cause),
+                    steps_done,
+                })
+            }
+        }
+    };
+    for (i, step) in plan.steps.iter().enumerate() {
+        match apply_step(
+            &mut target,
+            store,
+            step,
+            &mut opts,
+            &mut done,
+            &mut dir_modes,
+        ) {
+            Ok(StepDone::Now) => crate::base::failpoint::hit(after_step),
+            Ok(StepDone::Begun) => begun.push(i),
+            Err(cause) => {
+                // What was begun before goes in, so that every step before this one is done.
+                flush(&mut target, &mut begun, &mut done)?;
+                return Err(Interrupted {
+                    cause,
+                    steps_done: i,
+                });
+            }
+        }
+        if matches!(&target, Target::Batched(b) if b.is_full()) {
+            flush(&mut target, &mut begun, &mut done)?;
+        }
     }
+    flush(&mut target, &mut begun, &mut done)?;
     // Deepest first, so a read-only directory is sealed after everything inside it.
     dir_modes.sort_by_key(|(p, _)| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));
+    let interrupted = |cause| Interrupted {
+        cause,
+        steps_done: plan.steps.len(),
+    };
     for (path, mode) in dir_modes {
-        root.chmod_dir(path, mode)
+        target
+            .chmod_dir(path, mode)
             .map_err(Error::io_rel("setting mode of", path))
-            .map_err(|cause| Interrupted {
-                cause,
-                steps_done: plan.steps.len(),
-            })?;
+            .map_err(interrupted)?;
+    }
+    if let Target::Batched(batch) = target {
+        batch
+            .finish()
+            .map_err(Error::io_rel("flushing the directories of", b"."))
+            .map_err(interrupted)?;
     }
     Ok(done)
 }
 
 fn apply_step<'p>(
-    root: &RootDir,
+    target: &mut Target,
     store: &Store,
     step: &'p Change,
     opts: &mut ApplyOptions<'_>,
     done: &mut Applied,
     dir_modes: &mut Vec<(&'p [u8], u32)>,
-) -> Result<(), Error> {
+) -> Result<StepDone, Error> {
     let path = step.path.as_slice();
-    let now = root
+    let now = target
         .lstat(path)
         .map_err(Error::io_rel("inspecting", path))?;
     let Some(t) = step.after else {
@@ -324,7 +447,7 @@ fn apply_step<'p>(
         match now {
             Present::Absent => {}
             Present::Dir { .. } => {
-                if !root
+                if !target
                     .remove_dir(path)
                     .map_err(Error::io_rel("removing directory", path))?
                 {
@@ -334,19 +457,19 @@ fn apply_step<'p>(
                             "directory kept: it holds files Rewind does not track (ignored or new)"
                                 .into(),
                     });
-                    return Ok(());
+                    return Ok(StepDone::Now);
                 }
             }
-            _ => root
+            _ => target
                 .remove_file(path)
                 .map_err(Error::io_rel("removing", path))?,
         }
         done.removed += 1;
-        return Ok(());
+        return Ok(StepDone::Now);
     };
     if t.kind != EntryKind::Dir {
         if let Present::Dir { .. } = now {
-            if !root
+            if !target
                 .remove_dir(path)
                 .map_err(Error::io_rel("removing directory", path))?
             {
@@ -361,10 +484,12 @@ fn apply_step<'p>(
     match t.kind {
         EntryKind::Dir => {
             if !matches!(now, Present::Dir { .. } | Present::Absent) {
-                root.remove_file(path)
+                target
+                    .remove_file(path)
                     .map_err(Error::io_rel("removing", path))?;
             }
-            root.make_dir(path)
+            target
+                .make_dir(path)
                 .map_err(Error::io_rel("creating directory", path))?;
             dir_modes.push((path, t.mode));
         }
@@ -383,21 +508,32 @@ fn apply_step<'p>(
                     out.finish()
                 }
             };
-            let staged = opts.staged.remove(path);
-            let meta = root
-                .write_file_staged(path, staged, t.mode, opts.durable, &mut fill)
-                .map_err(|e| unwrap_store(e, path))?;
-            done.files.insert(path.to_vec(), meta);
+            match target {
+                Target::Batched(batch) => {
+                    batch
+                        .begin_write(path, t.mode, &mut fill)
+                        .map_err(|e| unwrap_store(e, path))?;
+                    return Ok(StepDone::Begun);
+                }
+                Target::OneByOne(root) => {
+                    let staged = opts.staged.remove(path);
+                    let meta = root
+                        .write_file_staged(path, staged, t.mode, opts.durable, &mut fill)
+                        .map_err(|e| unwrap_store(e, path))?;
+                    done.files.insert(path.to_vec(), meta);
+                }
+            }
         }
         EntryKind::Symlink => {
             let text = store.read_blob(&t.id)?;
-            root.write_symlink(path, &text)
+            target
+                .write_symlink(path, &text)
                 .map_err(Error::io_rel("creating symlink", path))?;
         }
-        EntryKind::Uncovered => return Ok(()),
+        EntryKind::Uncovered => return Ok(StepDone::Now),
     }
     done.written += 1;
-    Ok(())
+    Ok(StepDone::Now)
 }
 
 /// Writes file content leaving every all-zero, block-aligned 4 KiB run as a hole (a seek

@@ -1,7 +1,8 @@
 //! The workspace on disk: workspace-relative paths ([`relpath`]), file operations confined to
-//! the root that never follow a symlink out of it ([`root`]), and what a path holds now
-//! ([`probe`]).
+//! the root that never follow a symlink out of it ([`root`]; many at once: [`batch`]), and what a
+//! path holds now ([`probe`]).
 
+pub mod batch;
 pub mod probe;
 pub mod relpath;
 pub mod root;

@@ -65,26 +65,15 @@ impl RootDir {
         let mut cur = self.fd.try_clone()?;
         if !dir.is_empty() {
             for comp in dir.split(|b| *b == b'/') {
-                let c = cstr(comp)?;
-                // SAFETY: valid fd and C string.
-                let fd = unsafe { libc::openat(cur.as_raw_fd(), c.as_ptr(), DIR_FLAGS) };
-                let fd = check(fd).map_err(|e| {
-                    if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::ENOTDIR) {
-                        io::Error::new(
-                            io::ErrorKind::NotADirectory,
-                            format!(
-                                "refusing to write under {}: a component is a symlink or not a directory",
-                                relpath::display(rel)
-                            ),
-                        )
-                    } else {
-                        e
-                    }
-                })?;
-                cur = unsafe { OwnedFd::from_raw_fd(fd) };
+                cur = open_dir_at(&cur, comp, rel)?;
             }
         }
         Ok((cur, name))
+    }
+
+    /// The descriptor of the root itself.
+    pub(super) fn fd(&self) -> &OwnedFd {
+        &self.fd
     }
 
     pub fn lstat(&self, rel: &[u8]) -> io::Result<Present> {
@@ -102,32 +91,7 @@ impl RootDir {
             }
             Err(e) => return Err(e),
         };
-        let c = cstr(name)?;
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: valid fd, C string and out-pointer.
-        let rc = unsafe {
-            libc::fstatat(
-                dir.as_raw_fd(),
-                c.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::NotFound {
-                Ok(Present::Absent)
-            } else {
-                Err(e)
-            };
-        }
-        let mode = st.st_mode & 0o7777;
-        Ok(match st.st_mode & libc::S_IFMT {
-            libc::S_IFDIR => Present::Dir { mode },
-            libc::S_IFREG => Present::File { mode },
-            libc::S_IFLNK => Present::Symlink,
-            _ => Present::Other,
-        })
+        lstat_at(&dir, name)
     }
 
     /// Opens a regular file for reading without following a symlink at any component.
@@ -169,31 +133,14 @@ impl RootDir {
     /// Removes a file or symlink. Absent is success (idempotent).
     pub fn remove_file(&self, rel: &[u8]) -> io::Result<()> {
         let (dir, name) = self.parent(rel)?;
-        let c = cstr(name)?;
-        // SAFETY: valid fd and C string.
-        match check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) }) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            r => r.map(drop),
-        }
+        remove_file_at(&dir, name)
     }
 
     /// Removes an empty directory. Returns `Ok(false)` if it still holds entries (files Rewind
     /// does not track, such as ignored ones), which are then left alone.
     pub fn remove_dir(&self, rel: &[u8]) -> io::Result<bool> {
         let (dir, name) = self.parent(rel)?;
-        let c = cstr(name)?;
-        // SAFETY: valid fd and C string.
-        match check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) }) {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
-            Err(e)
-                if e.raw_os_error() == Some(libc::ENOTEMPTY)
-                    || e.raw_os_error() == Some(libc::EEXIST) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(e),
-        }
+        remove_dir_at(&dir, name)
     }
 
     /// Whether this process may list the directory at `rel` (opening it is enough to tell:
@@ -289,24 +236,13 @@ impl RootDir {
     /// children are written. Existing directory is success.
     pub fn make_dir(&self, rel: &[u8]) -> io::Result<()> {
         let (dir, name) = self.parent(rel)?;
-        let c = cstr(name)?;
-        // SAFETY: valid fd and C string.
-        match check(unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o700) }) {
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match self.lstat(rel)? {
-                Present::Dir { .. } => Ok(()),
-                _ => Err(e),
-            },
-            r => r.map(drop),
-        }
+        make_dir_at(&dir, name)
     }
 
+    /// Sets a directory's permission bits (the directory is opened, never followed).
     pub fn chmod_dir(&self, rel: &[u8], mode: u32) -> io::Result<()> {
         let (dir, name) = self.parent(rel)?;
-        let c = cstr(name)?;
-        // SAFETY: valid fd and C string; O_NOFOLLOW keeps this off symlinks.
-        let fd = check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), DIR_FLAGS) })?;
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        check(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }).map(drop)
+        chmod_dir_at(&dir, name, mode)
     }
 
     /// Writes a regular file atomically: temp name in the same directory (0600), content from
@@ -319,7 +255,7 @@ impl RootDir {
         fill: &mut dyn FnMut(&mut File) -> io::Result<()>,
     ) -> io::Result<std::fs::Metadata> {
         let (dir, name) = self.parent(rel)?;
-        let (tmp, mut file) = self.temp_file(&dir)?;
+        let (tmp, mut file) = temp_file_at(&dir)?;
         let written = (|| {
             fill(&mut file)?;
             file.flush()?;
@@ -404,47 +340,155 @@ impl RootDir {
     /// followed: its text may point anywhere.
     pub fn write_symlink(&self, rel: &[u8], target: &[u8]) -> io::Result<()> {
         let (dir, name) = self.parent(rel)?;
-        let t = cstr(target)?;
-        for attempt in 0..16u32 {
-            let tmp = temp_name(attempt);
-            let c = cstr(&tmp)?;
-            // SAFETY: valid fd and C strings.
-            match check(unsafe { libc::symlinkat(t.as_ptr(), dir.as_raw_fd(), c.as_ptr()) }) {
-                Ok(_) => {
-                    return rename_at(&dir, &tmp, name).inspect_err(|_| {
-                        let _ = unlink_at(&dir, &tmp);
-                    })
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            "could not find a free temporary name",
-        ))
+        write_symlink_at(&dir, name, target)
     }
+}
 
-    fn temp_file(&self, dir: &OwnedFd) -> io::Result<(Vec<u8>, File)> {
-        for attempt in 0..16u32 {
-            let tmp = temp_name(attempt);
-            let c = cstr(&tmp)?;
-            let flags =
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-            // SAFETY: valid fd and C string.
-            match check(unsafe {
-                libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, 0o600 as libc::c_uint)
-            }) {
-                Ok(fd) => return Ok((tmp, unsafe { File::from_raw_fd(fd) })),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
+/// Opens the directory `comp` in `dir`, never following a symlink (`rel` names the path being
+/// worked on, for the error).
+pub(super) fn open_dir_at(dir: &OwnedFd, comp: &[u8], rel: &[u8]) -> io::Result<OwnedFd> {
+    let c = cstr(comp)?;
+    // SAFETY: valid fd and C string.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), DIR_FLAGS) };
+    let fd = check(fd).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::ENOTDIR) {
+            io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!(
+                    "refusing to write under {}: a component is a symlink or not a directory",
+                    relpath::display(rel)
+                ),
+            )
+        } else {
+            e
         }
-        Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            "could not find a free temporary name",
-        ))
+    })?;
+    // SAFETY: a fresh fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What `name` in `dir` is (`lstat`, never following it).
+pub(super) fn lstat_at(dir: &OwnedFd, name: &[u8]) -> io::Result<Present> {
+    let c = cstr(name)?;
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd, C string and out-pointer.
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::NotFound {
+            Ok(Present::Absent)
+        } else {
+            Err(e)
+        };
     }
+    let mode = st.st_mode & 0o7777;
+    Ok(match st.st_mode & libc::S_IFMT {
+        libc::S_IFDIR => Present::Dir { mode },
+        libc::S_IFREG => Present::File { mode },
+        libc::S_IFLNK => Present::Symlink,
+        _ => Present::Other,
+    })
+}
+
+/// Removes the file or symlink `name` in `dir`; absent is success.
+pub(super) fn remove_file_at(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    let c = cstr(name)?;
+    // SAFETY: valid fd and C string.
+    match check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) }) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r.map(drop),
+    }
+}
+
+/// Removes the empty directory `name` in `dir`: `Ok(false)` when it still holds entries.
+pub(super) fn remove_dir_at(dir: &OwnedFd, name: &[u8]) -> io::Result<bool> {
+    let c = cstr(name)?;
+    // SAFETY: valid fd and C string.
+    match check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) }) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
+        Err(e)
+            if e.raw_os_error() == Some(libc::ENOTEMPTY)
+                || e.raw_os_error() == Some(libc::EEXIST) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the directory `name` in `dir` owner-only; an existing directory is success.
+pub(super) fn make_dir_at(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    let c = cstr(name)?;
+    // SAFETY: valid fd and C string.
+    match check(unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o700) }) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match lstat_at(dir, name)? {
+            Present::Dir { .. } => Ok(()),
+            _ => Err(e),
+        },
+        r => r.map(drop),
+    }
+}
+
+/// Sets the mode of the directory `name` in `dir`, opened without following a symlink.
+pub(super) fn chmod_dir_at(dir: &OwnedFd, name: &[u8], mode: u32) -> io::Result<()> {
+    let c = cstr(name)?;
+    // SAFETY: valid fd and C string; O_NOFOLLOW keeps this off symlinks.
+    let fd = check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), DIR_FLAGS) })?;
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    check(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }).map(drop)
+}
+
+/// Creates (or replaces) the symlink `name` in `dir` through a temporary name.
+pub(super) fn write_symlink_at(dir: &OwnedFd, name: &[u8], target: &[u8]) -> io::Result<()> {
+    let t = cstr(target)?;
+    for attempt in 0..16u32 {
+        let tmp = temp_name(attempt);
+        let c = cstr(&tmp)?;
+        // SAFETY: valid fd and C strings.
+        match check(unsafe { libc::symlinkat(t.as_ptr(), dir.as_raw_fd(), c.as_ptr()) }) {
+            Ok(_) => {
+                return rename_at(dir, &tmp, name).inspect_err(|_| {
+                    let _ = unlink_at(dir, &tmp);
+                })
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "could not find a free temporary name",
+    ))
+}
+
+/// A new file under a free temporary name in `dir` (0600, never an existing file).
+pub(super) fn temp_file_at(dir: &OwnedFd) -> io::Result<(Vec<u8>, File)> {
+    for attempt in 0..16u32 {
+        let tmp = temp_name(attempt);
+        let c = cstr(&tmp)?;
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: valid fd and C string.
+        match check(unsafe {
+            libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, 0o600 as libc::c_uint)
+        }) {
+            Ok(fd) => return Ok((tmp, unsafe { File::from_raw_fd(fd) })),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "could not find a free temporary name",
+    ))
 }
 
 impl RootDir {
@@ -503,7 +547,7 @@ impl RootDir {
 
 /// Renames the complete file `file`, under the temporary name `tmp` in `dir`, over `name`;
 /// returns its metadata. On failure the temporary name is removed.
-fn rename_into_place(
+pub(super) fn rename_into_place(
     dir: &OwnedFd,
     tmp: &[u8],
     name: &[u8],
@@ -577,14 +621,14 @@ fn temp_name(attempt: u32) -> Vec<u8> {
     format!("{TEMP_PREFIX}{}-{nanos:x}-{attempt}", std::process::id()).into_bytes()
 }
 
-fn rename_at(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
+pub(super) fn rename_at(dir: &OwnedFd, from: &[u8], to: &[u8]) -> io::Result<()> {
     let (f, t) = (cstr(from)?, cstr(to)?);
     // SAFETY: valid fds and C strings.
     check(unsafe { libc::renameat(dir.as_raw_fd(), f.as_ptr(), dir.as_raw_fd(), t.as_ptr()) })
         .map(drop)
 }
 
-fn unlink_at(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+pub(super) fn unlink_at(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
     let c = cstr(name)?;
     // SAFETY: valid fd and C string.
     check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) }).map(drop)

@@ -429,6 +429,9 @@ impl Workspace {
         let steps = plan.steps();
         let opts = ApplyOptions {
             durable: DURABLE,
+            // One by one: a failure must leave exactly the steps before it done (put back
+            // below), and its few files are staged already.
+            batch: false,
             given: plan.given(),
             staged,
             failpoints: GUARD_FAILPOINTS,
