@@ -28,7 +28,8 @@
 //! `If-None-Match: *` on PUT (412 when the key exists; checked before writing, not atomic
 //! against a concurrent PUT of the same key); Garage ignores it and overwrites. s3s-fs stores a
 //! key as a path: one key cannot be both an object and a prefix of others (`a` and `a/b`), and
-//! keys are limited by file-name length (about 180 bytes, its metadata file names encode them).
+//! keys are limited by file-name length: its metadata file names hold the key in base64, which
+//! leaves about 155 bytes for a key (about 120 for one uploaded in parts).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
