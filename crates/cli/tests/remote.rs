@@ -238,16 +238,41 @@ fn push_clone_restore_every_checkpoint(target: Target) {
         "the clone holds the newest checkpoint's tree"
     );
 
-    // The history came along: every checkpoint is listed.
-    let o = in_clone(home.path(), &dir, &target, &["--json", "log"]);
+    // The history came along: the log is the origin's, and so is the diff of every epoch
+    // (which reads the change rows and both sides' content).
+    let o = in_clone(
+        home.path(),
+        &dir,
+        &target,
+        &["--json", "log", "--all-sessions", "--limit", "0"],
+    );
     assert_eq!(o.status.code(), Some(0), "log: {}", text(&o));
-    let log = String::from_utf8_lossy(&o.stdout).to_string();
+    let log: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = env.run(&["--json", "log", "--all-sessions", "--limit", "0"]);
+    let origin_log: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(log, origin_log, "the clone's log is the origin's");
     for (id, _) in &trees {
-        assert!(log.contains(id.as_str()), "log lacks {id}: {log}");
+        assert!(
+            log.to_string().contains(id.as_str()),
+            "log lacks {id}: {log}"
+        );
     }
-    // The rest of the history's packs, then every checkpoint restores exactly.
     let o = in_clone(home.path(), &dir, &target, &["pull"]);
     assert_eq!(o.status.code(), Some(0), "pull: {}", text(&o));
+    let mut epochs = 0;
+    for item in log["items"].as_array().unwrap() {
+        if item["type"] != "epoch" {
+            continue;
+        }
+        let id = item["id"].as_str().unwrap();
+        let here = in_clone(home.path(), &dir, &target, &["--json", "diff", id]);
+        let there = env.run(&["--json", "diff", id]);
+        assert_eq!(here.status.code(), Some(0), "diff {id}: {}", text(&here));
+        assert_eq!(here.stdout, there.stdout, "diff of epoch {id}");
+        epochs += 1;
+    }
+    assert!(epochs >= 3, "{log}");
+    // Every checkpoint restores exactly.
     for (id, tree) in &trees {
         let o = in_clone(home.path(), &dir, &target, &["restore", id, "--all"]);
         assert_eq!(o.status.code(), Some(0), "restore {id}: {}", text(&o));
