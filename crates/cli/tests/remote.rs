@@ -4,8 +4,10 @@
 //!
 //! Every test runs against a `file://` remote (a directory). The same tests run against a real
 //! S3 server when `REWIND_TEST_S3_ENDPOINT` names one (with `REWIND_TEST_S3_BUCKET`,
-//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optionally `REWIND_TEST_S3_REGION`);
-//! without it the S3 variants print why they are skipped.
+//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optionally `REWIND_TEST_S3_REGION`; the
+//! tests that damage or count objects also need `REWIND_TEST_S3_DATA_DIR`, the directory where
+//! the server keeps objects as files, as s3s-fs does); without it the S3 variants print why
+//! they are skipped.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -64,12 +66,17 @@ impl Target {
         for k in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
             env.push((k.to_string(), std::env::var(k).expect(k)));
         }
+        // Where the server keeps objects as files (s3s-fs does, one file per key), for the
+        // tests that count or damage them.
+        let dir = std::env::var("REWIND_TEST_S3_DATA_DIR")
+            .ok()
+            .map(|d| PathBuf::from(d).join(&bucket).join(&prefix));
         Some(Target {
             url: format!("s3://{bucket}/{prefix}"),
             endpoint: Some(endpoint),
             region: std::env::var("REWIND_TEST_S3_REGION").ok(),
             env,
-            dir: None,
+            dir,
             _keep: None,
         })
     }
@@ -417,7 +424,10 @@ fn two_workspaces_push_at_once(target: Target) {
     let spawn = |env: &Env| {
         let mut c = env.cmd(&["push"]);
         target.apply(&mut c);
-        c.spawn().unwrap()
+        c.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
     };
     let (pa, pb) = (spawn(&a), spawn(&b));
     for (p, name) in [(pa, "a"), (pb, "b")] {
@@ -451,9 +461,7 @@ fn two_workspaces_push_at_once_s3() {
 
 /// One byte flipped in a remote pack: clone exits 7 naming the pack, and writes nothing: the
 /// directory stays absent (or empty), the state directory registers nothing.
-#[test]
-fn a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written() {
-    let target = Target::file();
+fn a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written(target: Target) {
     let env = Env::new();
     // One capture, nothing changed after: every object stored is one the tree needs.
     write(env.root(), "a.txt", b"alpha\n");
@@ -496,10 +504,28 @@ fn a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written() {
     drop(t);
 }
 
-/// A missing remote pack: exit 7 naming it.
 #[test]
-fn a_missing_remote_pack_is_exit_7() {
-    let target = Target::file();
+fn a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written_file() {
+    a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written(Target::file());
+}
+
+#[test]
+fn a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written_s3() {
+    if let Some(t) = Target::s3("flip").filter(has_files) {
+        a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written(t);
+    }
+}
+
+/// Whether the target's objects can be reached as files (else the test is skipped, saying so).
+fn has_files(t: &Target) -> bool {
+    if t.dir.is_none() {
+        eprintln!("skipped: damaging S3 objects needs REWIND_TEST_S3_DATA_DIR");
+    }
+    t.dir.is_some()
+}
+
+/// A missing remote pack: exit 7 naming it.
+fn a_missing_remote_pack_is_exit_7(target: Target) {
     let env = Env::new();
     write(env.root(), "b.bin", &noise(8, 300_000));
     init(&env);
@@ -516,6 +542,18 @@ fn a_missing_remote_pack_is_exit_7() {
     assert_eq!(o.status.code(), Some(7), "clone: {}", text(&o));
     assert!(text(&o).contains("packs/"), "{}", text(&o));
     assert!(!dir.exists());
+}
+
+#[test]
+fn a_missing_remote_pack_is_exit_7_file() {
+    a_missing_remote_pack_is_exit_7(Target::file());
+}
+
+#[test]
+fn a_missing_remote_pack_is_exit_7_s3() {
+    if let Some(t) = Target::s3("missing").filter(has_files) {
+        a_missing_remote_pack_is_exit_7(t);
+    }
 }
 
 /// Credentials given through the environment appear in no output and in no file of the state
@@ -694,4 +732,49 @@ fn bad_input_is_refused_and_changes_nothing() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("nothing was pushed"), "{}", text(&o));
+}
+
+/// Against a real S3 server: the credentials that worked appear in no output of push, pull,
+/// clone or `remote list`, and in no file of either state directory.
+#[test]
+fn credentials_never_leak_s3() {
+    let Some(target) = Target::s3("creds") else {
+        return;
+    };
+    let env = Env::new();
+    history(&env, 5);
+    target.add(&env);
+    let mut outputs = vec![
+        ("push", target.run(&env, &["push"])),
+        ("push --json", target.run(&env, &["--json", "push"])),
+        (
+            "remote list",
+            target.run(&env, &["--json", "remote", "list"]),
+        ),
+    ];
+    let home = tempfile::tempdir().unwrap();
+    let (_t, dir) = clone_dir();
+    outputs.push((
+        "clone",
+        target.clone_cmd(home.path(), &dir, &[]).output().unwrap(),
+    ));
+    outputs.push(("pull", in_clone(home.path(), &dir, &target, &["pull"])));
+    for (what, o) in &outputs {
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", text(o));
+        for (_, secret) in &target.env {
+            assert!(
+                !text(o).contains(secret.as_str()),
+                "{what} printed a credential"
+            );
+        }
+    }
+    for d in [env.home.path(), home.path()] {
+        for file in all_files(d) {
+            let bytes = std::fs::read(&file).unwrap_or_default();
+            for (_, secret) in &target.env {
+                let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+                assert!(!found, "{} holds a credential", file.display());
+            }
+        }
+    }
 }
