@@ -358,6 +358,59 @@ fn pull_brings_new_history(target: Target) {
     assert!(text(&o).contains("interleave"), "{}", text(&o));
 }
 
+/// A clone of an old checkpoint has only its tree's packs: restoring a newer checkpoint whose
+/// content is elsewhere is exit 7 with the way out (pull), and works after a pull.
+fn content_a_clone_lacks_comes_with_pull(target: Target) {
+    let env = Env::new();
+    let trees = history(&env, 6);
+    target.add(&env);
+    target.push(&env);
+    let home = tempfile::tempdir().unwrap();
+    let (_t, dir) = clone_dir();
+    let o = target
+        .clone_cmd(home.path(), &dir, &["--json", "--checkpoint", &trees[0].0])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "clone: {}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(report["packs_left"].as_u64().unwrap() >= 1, "{report}");
+    let (newest, tree) = trees.last().unwrap();
+    let o = in_clone(home.path(), &dir, &target, &["restore", newest, "--all"]);
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "restore before pull: {}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("pull"),
+        "the hint names pull: {}",
+        text(&o)
+    );
+    assert_eq!(
+        read_tree(&dir),
+        trees[0].1,
+        "a refused restore writes nothing"
+    );
+    let o = in_clone(home.path(), &dir, &target, &["pull"]);
+    assert_eq!(o.status.code(), Some(0), "pull: {}", text(&o));
+    let o = in_clone(home.path(), &dir, &target, &["restore", newest, "--all"]);
+    assert_eq!(o.status.code(), Some(0), "restore after pull: {}", text(&o));
+    assert_eq!(&read_tree(&dir), tree);
+}
+
+#[test]
+fn content_a_clone_lacks_comes_with_pull_file() {
+    content_a_clone_lacks_comes_with_pull(Target::file());
+}
+
+#[test]
+fn content_a_clone_lacks_comes_with_pull_s3() {
+    if let Some(t) = Target::s3("lacks") {
+        content_a_clone_lacks_comes_with_pull(t);
+    }
+}
+
 #[test]
 fn pull_brings_new_history_file() {
     pull_brings_new_history(Target::file());

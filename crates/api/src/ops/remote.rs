@@ -148,6 +148,27 @@ impl From<rewind_remote::Error> for ApiError {
 }
 
 impl Service {
+    /// `e`, with a hint when it is content this workspace lacks and it is a clone whose
+    /// history's other packs have not been pulled: they may hold it.
+    pub(crate) fn clone_hint(&self, e: ApiError) -> ApiError {
+        if e.kind != ErrorKind::Unavailable {
+            return e;
+        }
+        let cloned = self
+            .ws()
+            .ok()
+            .and_then(|ws| ws.remote_links().ok())
+            .is_some_and(|links| !links.is_empty());
+        if cloned {
+            e.hint(
+                "this workspace is a clone, which fetched only its tree's packs: pull (operation \
+                 pull) fetches the rest of its history's, then try again",
+            )
+        } else {
+            e
+        }
+    }
+
     /// The `remote.add` operation: see [`RemoteAddRequest`].
     pub fn remote_add(&self, req: &RemoteAddRequest) -> Result<RemoteAddResponse, ApiError> {
         let home = rewind_core::rewind_home()?;
