@@ -37,6 +37,7 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
+    super::ignore_sigpipe();
     let r = super::service(cli)?.clone_remote(&CloneRequest {
         url: args.url.clone(),
         dir: args.dir.clone(),

@@ -98,6 +98,17 @@ pub fn invocation_dir(dash_c: Option<&Path>) -> anyhow::Result<PathBuf> {
     })
 }
 
+/// For commands that talk to a server over the network (`push`, `pull`, `clone`): a write to
+/// a connection the server has closed must be an error the command reports (and a push run
+/// again resumes), not SIGPIPE killing the process without a word, which is what the default
+/// disposition `main` sets for `rewind log | head` would do.
+pub fn ignore_sigpipe() {
+    // SAFETY: setting a signal disposition; these commands start their runtime after this.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
 /// The service for this invocation: acting from its directory, for its session.
 pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
     let service = rewind_api::Service::new(rewind_api::Context::new(&cli.dir, &cli.session)?);

@@ -19,6 +19,7 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
+    super::ignore_sigpipe();
     let r = super::service(cli)?.pull(&PullRequest {
         remote: args.remote.clone(),
     })?;
