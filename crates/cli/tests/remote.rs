@@ -755,7 +755,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     write(
         env.root(),
         ".rewind.toml",
-        b"[remote.evil]\nurl = \"file:///tmp/x\"\n",
+        b"[remote.evil]\nurl = \"file:///srv/elsewhere\"\n",
     );
     let o = env.run(&["status"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
