@@ -452,6 +452,38 @@ fn killed_push_resumes(target: Target) {
     assert_eq!(read_tree(&dir), trees.last().unwrap().1);
 }
 
+/// A clone killed after writing the tree, before registering it: the next clone into the same
+/// directory undoes the half-done one and completes.
+#[test]
+fn a_killed_clone_is_undone_by_the_next() {
+    let target = Target::file();
+    let env = Env::new();
+    let trees = history(&env, 7);
+    target.add(&env);
+    target.push(&env);
+    let home = tempfile::tempdir().unwrap();
+    let (_t, dir) = clone_dir();
+    let o = target
+        .clone_cmd(home.path(), &dir, &[])
+        .env("REWIND_FAILPOINT", "clone-after-materialise")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", text(&o));
+    assert!(
+        dir.join("a.txt").exists(),
+        "the tree was written before the kill"
+    );
+    let o = target.clone_cmd(home.path(), &dir, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "clone again: {}", text(&o));
+    assert_eq!(read_tree(&dir), trees.last().unwrap().1);
+    let o = in_clone(home.path(), &dir, &target, &["fsck"]);
+    assert_eq!(o.status.code(), Some(0), "fsck: {}", text(&o));
+    let left: Vec<_> = std::fs::read_dir(home.path().join("tmp"))
+        .map(|r| r.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "nothing left in tmp: {left:?}");
+}
+
 #[test]
 fn killed_push_resumes_file() {
     killed_push_resumes(Target::file());

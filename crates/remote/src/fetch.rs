@@ -237,13 +237,15 @@ pub fn clone(
         path: tmp.clone(),
         source: e,
     })?;
-    let staging = Staging(tmp.join(format!(
-            "clone-{}",
-            &blake3::hash(
-                format!("{} {:?}", std::process::id(), std::time::SystemTime::now()).as_bytes()
-            )
-            .to_hex()[..16]
-        )));
+    // Named by its process (and start time: pids are reused), so a later clone removes the
+    // staging store of one that was killed.
+    remove_dead_staging(&tmp);
+    let (pid, start) = match rewind_core::this_process() {
+        rewind_core::Owner::Process { pid, start } => (pid, start),
+        rewind_core::Owner::Session => (std::process::id(), 0),
+    };
+    let rand = blake3::hash(format!("{pid} {:?}", std::time::SystemTime::now()).as_bytes());
+    let staging = Staging(tmp.join(format!("clone-{pid}-{start}-{}", &rand.to_hex()[..8])));
     let packs_dir = staging.0.join("packs");
     let index_db = staging.0.join("meta.sqlite");
     let store = Store::open(&packs_dir, &index_db, StoreConfig::default())?;
@@ -346,6 +348,29 @@ pub fn clone(
         packs_left: (manifest.packs.len() - fetched.packs.len()) as u64,
         segments: segments.len() as u64,
     })
+}
+
+/// Removes the staging stores (`clone-<pid>-<start>-<random>`) of clones whose process is gone.
+fn remove_dead_staging(tmp: &Path) {
+    let Ok(rd) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let mut parts = name.strip_prefix("clone-").unwrap_or("").split('-');
+        let (Some(pid), Some(start), Some(_), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+            continue;
+        };
+        let owner = rewind_core::Owner::Process { pid, start };
+        if e.file_type().is_ok_and(|t| t.is_dir()) && !rewind_core::owner_alive(&owner) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 #[derive(Default)]

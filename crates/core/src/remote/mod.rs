@@ -238,9 +238,83 @@ pub struct Cloned {
     pub bytes: u64,
 }
 
+/// A clone under way into a directory: `$REWIND_HOME/tmp/clone-<BLAKE3 of the directory's
+/// path>.json`, written before anything is made in the directory and removed once the clone is
+/// done or undone. One left by a dead process is settled by the next clone into the same
+/// directory: finished if the history was imported (the link is written with it), else undone
+/// (the registration forgotten, what was written removed) so the clone can start over.
+#[derive(Serialize, Deserialize)]
+struct CloneIntent {
+    /// Whether the clone made the directory (else it was given empty).
+    made: bool,
+    /// The process doing it, and its start time (pids are reused).
+    pid: u32,
+    start: u64,
+}
+
+fn intent_path(home: &Path, dest: &Path) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let key = blake3::hash(dest.as_os_str().as_bytes()).to_hex();
+    home.join("tmp").join(format!("clone-{key}.json"))
+}
+
+/// Removes what a clone wrote into `dest`: the directory if it made it, else its contents.
+fn undo_dir(dest: &Path, made: bool) {
+    if made {
+        let _ = std::fs::remove_dir_all(dest);
+    } else if let Ok(rd) = std::fs::read_dir(dest) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let _ = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+        }
+    }
+}
+
+/// Settles a clone into `dest` left by a dead process (see [`CloneIntent`]); refuses (busy)
+/// while its process still runs.
+fn settle_dead_clone(home: &Path, dest: &Path) -> Result<(), Error> {
+    let path = intent_path(home, dest);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    if let Ok(i) = serde_json::from_str::<CloneIntent>(&text) {
+        let owner = crate::Owner::Process {
+            pid: i.pid,
+            start: i.start,
+        };
+        if crate::record::owner_alive(&owner) && i.pid != std::process::id() {
+            return Err(Error::Busy {
+                holder: format!("a clone into {} (process {})", dest.display(), i.pid),
+            });
+        }
+        let imported = Workspace::is_registered(home, dest)
+            && Workspace::open(
+                dest,
+                &OpenOptions {
+                    force: false,
+                    home: Some(home.to_path_buf()),
+                },
+            )
+            .and_then(|ws| ws.remote_links())
+            .is_ok_and(|links| !links.is_empty());
+        if !imported {
+            if Workspace::is_registered(home, dest) {
+                let _ = crate::workspace::registry::forget(home, dest, false);
+            }
+            undo_dir(dest, i.made);
+        }
+    }
+    std::fs::remove_file(&path).map_err(Error::io("removing", &path))
+}
+
 /// Checks that `dest` can receive a clone (absolute or made so; an empty directory or absent
 /// with an existing parent; not a registered workspace; not inside `home` nor holding it),
-/// changing nothing. Returns the absolute path.
+/// changing nothing but what a dead clone into it left (see [`CloneIntent`]). Returns the
+/// absolute path.
 pub fn check_clone_dest(home: &Path, dest: &Path) -> Result<PathBuf, Error> {
     let abs = if dest.is_absolute() {
         dest.to_path_buf()
@@ -262,6 +336,7 @@ pub fn check_clone_dest(home: &Path, dest: &Path) -> Result<PathBuf, Error> {
         .file_name()
         .ok_or_else(|| Error::Usage(format!("{} cannot be cloned into", abs.display())))?;
     let abs = parent.join(name);
+    settle_dead_clone(home, &abs)?;
     match std::fs::symlink_metadata(&abs) {
         Ok(m) if m.is_dir() => {
             let empty = std::fs::read_dir(&abs)
@@ -309,28 +384,35 @@ pub fn check_clone_dest(home: &Path, dest: &Path) -> Result<PathBuf, Error> {
 pub fn clone_into(home: &Path, dest: &Path, src: CloneSource) -> Result<Cloned, Error> {
     let dest = check_clone_dest(home, dest)?;
     let made = !dest.exists();
+    // Recorded before anything is made: a clone killed from here on is undone by the next.
+    let intent = intent_path(home, &dest);
+    let me = match crate::record::this_process() {
+        crate::Owner::Process { pid, start } => CloneIntent { made, pid, start },
+        crate::Owner::Session => CloneIntent {
+            made,
+            pid: std::process::id(),
+            start: 0,
+        },
+    };
+    if let Some(dir) = intent.parent() {
+        std::fs::create_dir_all(dir).map_err(Error::io("creating", dir))?;
+    }
+    let text = serde_json::to_vec(&me).map_err(|e| Error::State(e.to_string()))?;
+    std::fs::write(&intent, text).map_err(Error::io("writing", &intent))?;
     if made {
-        std::fs::create_dir(&dest).map_err(Error::io("creating", &dest))?;
+        if let Err(e) = std::fs::create_dir(&dest) {
+            let _ = std::fs::remove_file(&intent);
+            return Err(Error::io("creating", &dest)(e));
+        }
     }
     let result = fill_clone(home, &dest, &src);
     if result.is_err() {
-        let registered = Workspace::is_registered(home, &dest);
-        if registered {
+        if Workspace::is_registered(home, &dest) {
             let _ = crate::workspace::registry::forget(home, &dest, false);
         }
-        if made {
-            let _ = std::fs::remove_dir_all(&dest);
-        } else if let Ok(rd) = std::fs::read_dir(&dest) {
-            for e in rd.flatten() {
-                let p = e.path();
-                let _ = if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_file(&p)
-                };
-            }
-        }
+        undo_dir(&dest, made);
     }
+    let _ = std::fs::remove_file(&intent);
     result
 }
 
