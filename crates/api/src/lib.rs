@@ -25,6 +25,7 @@ pub use error::{ApiError, ErrorKind};
 pub use ops::guard::*;
 pub use ops::history::*;
 pub use ops::record::*;
+pub use ops::remote::*;
 pub use ops::rewind::*;
 pub use ops::sandbox::*;
 pub use ops::shadow::*;

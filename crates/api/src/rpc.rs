@@ -76,6 +76,12 @@ pub fn call(svc: &Service, method: &str, params: Value) -> Option<Result<Value, 
             r.collect_output = true;
             svc.sandbox_exec(&r)
         }),
+        "remote.add" => with(params, |r| svc.remote_add(&r)),
+        "remote.list" => with(params, |r| svc.remote_list(&r)),
+        "remote.remove" => with(params, |r| svc.remote_remove(&r)),
+        "push" => with(params, |r| svc.push(&r)),
+        "pull" => with(params, |r| svc.pull(&r)),
+        "clone" => with(params, |r| svc.clone_remote(&r)),
         _ => {
             debug_assert!(OPERATIONS.iter().all(|o| o.method != method));
             return None;

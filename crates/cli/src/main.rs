@@ -85,6 +85,10 @@ pub enum Command {
     Completions(commands::completions::Args),
     Man(commands::man::Args),
     Tui(commands::tui::Args),
+    Remote(commands::remote::Args),
+    Push(commands::push::Args),
+    Pull(commands::pull::Args),
+    Clone(commands::clone::Args),
 }
 
 fn main() {

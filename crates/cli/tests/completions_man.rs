@@ -9,7 +9,8 @@ use std::process::{Command, Output};
 
 use common::{help_commands, stdout_ok, text, Env};
 
-/// Every command, and the commands under `epoch`, `sandbox` and `workspace`. Written out, not read from the
+/// Every command, and the commands under `epoch`, `sandbox`, `workspace`, `worktree`, `hook`
+/// and `remote`. Written out, not read from the
 /// binary: `every_command_is_listed` checks this against `rewind --help`.
 const COMMANDS: &[&str] = &[
     "init",
@@ -43,12 +44,17 @@ const COMMANDS: &[&str] = &[
     "completions",
     "man",
     "tui",
+    "remote",
+    "push",
+    "pull",
+    "clone",
 ];
 const NESTED: &[(&str, &[&str])] = &[
     ("epoch", &["begin", "end", "abort", "list"]),
     ("sandbox", &["check", "exec", "mode", "toggle"]),
     ("workspace", &["list", "move", "adopt", "forget"]),
     ("worktree", &["create", "list", "path", "merge", "discard"]),
+    ("remote", &["add", "list", "remove"]),
     (
         "hook",
         &[

@@ -25,6 +25,7 @@ mod merge;
 mod moved;
 mod overlapping_epochs;
 mod real_claude;
+mod remote;
 mod restore_failures;
 mod restore_safety;
 mod rewind_concurrency;

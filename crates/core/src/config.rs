@@ -43,6 +43,66 @@ pub struct Config {
     /// `[shadow]`: the shadow git history.
     #[serde(default)]
     pub shadow: ShadowConfig,
+    /// `[remote.NAME]`: remotes (`rewind remote add`), only in the user's `config.toml`.
+    #[serde(default)]
+    pub remote: std::collections::BTreeMap<String, RemoteConfig>,
+}
+
+/// One `[remote.NAME]` section: where a remote is, and (optionally) its credentials. The
+/// standard AWS environment variables apply first; keys here replace them.
+#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteConfig {
+    /// `s3://bucket/prefix` or `file:///absolute/path`.
+    pub url: String,
+    /// The S3 endpoint (`http://127.0.0.1:3900`), for storage other than AWS's.
+    pub endpoint: Option<String>,
+    /// The S3 region.
+    pub region: Option<String>,
+    /// The access key id (else `AWS_ACCESS_KEY_ID`).
+    pub access_key_id: Option<String>,
+    /// The secret access key (else `AWS_SECRET_ACCESS_KEY`). Never shown, logged or recorded.
+    pub secret_access_key: Option<Secret>,
+    /// A session token (else `AWS_SESSION_TOKEN`). Never shown, logged or recorded.
+    pub session_token: Option<Secret>,
+    /// Allow plain HTTP to the endpoint (else `AWS_ALLOW_HTTP`; an `http://` endpoint implies it).
+    pub allow_http: Option<bool>,
+}
+
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("url", &self.url)
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field(
+                "access_key_id",
+                &self.access_key_id.as_ref().map(|_| "(set)"),
+            )
+            .field("secret_access_key", &self.secret_access_key)
+            .field("session_token", &self.session_token)
+            .field("allow_http", &self.allow_http)
+            .finish()
+    }
+}
+
+/// A credential: its text is only ever handed to the client that signs requests; `Debug`
+/// shows `(secret)`, and it is never serialised.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The credential itself, for the client that signs requests, and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(secret)")
+    }
 }
 
 /// The `[shadow]` section.
@@ -289,6 +349,17 @@ impl Config {
 /// workspace (through a guarded tool, or an unsandboxed command), and must not be able to grant
 /// itself the network, more writable roots or an unwrapped shell.
 fn refuse_loosening(file: &Path, table: &toml::Table) -> Result<(), Error> {
+    if table.contains_key("remote") {
+        // An agent can write this file: a remote here could send the history elsewhere.
+        return Err(Error::Config {
+            file: file.to_path_buf(),
+            message: format!(
+                "[remote] cannot be set in a workspace file (an agent could write it and send \
+                 the history elsewhere); add remotes with `rewind remote add`, which writes \
+                 {USER_CONFIG} in the Rewind state directory"
+            ),
+        });
+    }
     let Some(toml::Value::Table(sb)) = table.get("sandbox") else {
         return Ok(());
     };

@@ -28,6 +28,7 @@
 //! | `guard`     | the guarded tools: read, check, write, edit, apply-patch                |
 //! | `worktree`  | worktrees: isolated copies linked to their parent, merged back or discarded |
 //! | `gc`        | retention: the policy, the mark, the sweep, pins                        |
+//! | `remote`    | what remotes need without the network: op-log export and import, clones |
 
 mod base;
 mod capture;
@@ -41,6 +42,7 @@ pub mod guard;
 mod history;
 mod model;
 mod record;
+pub mod remote;
 pub mod restore;
 mod rewind;
 mod shadow;
@@ -71,6 +73,7 @@ pub use model::guard::{ChangedBy, Fingerprint, GuardRefusal, RefusalKind};
 pub use model::oplog::{CheckpointRow, EpochKind, EpochRow, EpochState, Owner, Snapshot};
 pub use model::remedy::Remedy;
 pub use record::{owner_alive, payload_too_large, this_process, EpochSpec, Settled};
+pub use remote::{clone_into, CloneSource, Cloned, OplogSegment, RemoteLink, SegmentRecord};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
 pub use shadow::{ShadowBranch, ShadowError, ShadowReport};

@@ -92,6 +92,26 @@ pub struct SweepStats {
 }
 
 impl SweepPlan {
+    /// A plan that only moves the inline objects `ids` into a pack (no object dies, no pack
+    /// goes): [`Store::seal_inline`].
+    pub(crate) fn inline_only(ids: Vec<ObjectId>) -> SweepPlan {
+        SweepPlan {
+            dead_packed: Vec::new(),
+            dead_kept: Vec::new(),
+            dead_inline: Vec::new(),
+            rewrite: Vec::new(),
+            delete: Vec::new(),
+            inline_moves: ids,
+            written: Vec::new(),
+            stats: SweepStats::default(),
+        }
+    }
+
+    /// How many inline objects the repack moved (after [`Store::repack`]).
+    pub(crate) fn inline_moved(&self) -> u64 {
+        self.inline_moves.len() as u64
+    }
+
     /// Whether the sweep would change nothing.
     pub fn is_empty(&self) -> bool {
         self.dead_packed.is_empty()

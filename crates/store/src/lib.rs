@@ -28,12 +28,14 @@ mod gc;
 mod id;
 mod index;
 mod pack;
+mod transfer;
 mod tree;
 mod writer;
 
 pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
+pub use transfer::{pack_tail_ids, write_durable, PackFile};
 pub use tree::{valid_name, EntryKind, Tree, TreeEntry};
 pub use writer::Writer;
 

@@ -18,6 +18,7 @@ mod gc;
 mod inline;
 mod memory;
 mod roundtrip;
+mod transfer;
 
 #[test]
 fn every_test_file_is_a_module() {

@@ -233,11 +233,12 @@ impl Service {
             Some(t) => Some(ws.resolve(session, t)?),
             None => None,
         };
+        let hint = |e: rewind_core::Error| self.clone_hint(e.into());
         Ok(match (first, second) {
-            (Target::Epoch(e), None) => ws.diff_epoch(&e, &scope)?,
-            (Target::Checkpoint(c), None) => ws.diff_checkpoint_now(&c, &scope)?,
+            (Target::Epoch(e), None) => ws.diff_epoch(&e, &scope).map_err(hint)?,
+            (Target::Checkpoint(c), None) => ws.diff_checkpoint_now(&c, &scope).map_err(hint)?,
             (Target::Checkpoint(a), Some(Target::Checkpoint(b))) => {
-                ws.diff_checkpoints(&a, &b, &scope)?
+                ws.diff_checkpoints(&a, &b, &scope).map_err(hint)?
             }
             (a, Some(b)) => {
                 let kind = |t: &Target| match t {

@@ -4,6 +4,7 @@
 pub mod guard;
 pub mod history;
 pub mod record;
+pub mod remote;
 pub mod rewind;
 pub mod sandbox;
 pub mod shadow;
@@ -113,4 +114,16 @@ operations! {
         "Run a command under the workspace's sandbox policy, recording nothing.";
     "sandbox.mode" => sandbox::SandboxModeRequest, sandbox::SandboxModeResponse,
         "Show the workspace's sandbox mode, or set it (recorded in the op log); toggle flips it.";
+    "remote.add" => remote::RemoteAddRequest, remote::RemoteAddResponse,
+        "Add a remote (s3:// or file://) to the user's configuration.";
+    "remote.list" => remote::RemoteListRequest, remote::RemoteListResponse,
+        "The remotes: configured ones, and the origin of a cloned workspace.";
+    "remote.remove" => remote::RemoteRemoveRequest, remote::RemoteRemoveResponse,
+        "Remove a remote from the user's configuration; nothing in it is touched.";
+    "push" => remote::PushRequest, remote::PushReport,
+        "Upload what the remote lacks of the workspace's history (packs, indexes, op log), then a manifest.";
+    "pull" => remote::PullRequest, remote::PullReport,
+        "Bring the workspace's view of a remote up to date: new history and the packs it needs.";
+    "clone" => remote::CloneRequest, remote::CloneReport,
+        "Materialise a checkpoint's tree from a remote into a new directory, registered with the remote's history.";
 }

@@ -152,7 +152,9 @@ impl Service {
             wait: None,
             merge: req.merge.unwrap_or(ws.config().restore.merge()),
         };
-        let out = ws.restore(self.ctx.session(), &target, &opts)?;
+        let out = ws
+            .restore(self.ctx.session(), &target, &opts)
+            .map_err(|e| self.clone_hint(e.into()))?;
         Ok(RestoreResponse::new(out, &opts))
     }
 
@@ -165,7 +167,9 @@ impl Service {
             merge: req.merge.unwrap_or(ws.config().restore.merge()),
             ..Default::default()
         };
-        let out = ws.undo(self.ctx.session(), req.epoch.as_deref(), &opts)?;
+        let out = ws
+            .undo(self.ctx.session(), req.epoch.as_deref(), &opts)
+            .map_err(|e| self.clone_hint(e.into()))?;
         Ok(RestoreResponse::new(out, &opts))
     }
 }

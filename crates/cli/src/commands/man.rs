@@ -159,13 +159,24 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "NO_COLOR",
         "When set and not empty, log prints no colour (it colours only a terminal anyway).",
     ),
+    (
+        "AWS_ACCESS_KEY_ID",
+        "With AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN: the credentials of s3:// remotes \
+         (push, pull, clone), unless the remote's section of config.toml has its own. Never \
+         printed or recorded.",
+    ),
+    (
+        "AWS_ENDPOINT_URL",
+        "With AWS_REGION (or AWS_DEFAULT_REGION) and AWS_ALLOW_HTTP: where s3:// remotes are, \
+         when a remote sets no --endpoint or --region of its own.",
+    ),
 ];
 
 const FILES: &[(&str, &str)] = &[
     (
         "$REWIND_HOME/config.toml",
-        "User configuration: [capture], [checkpoint], [sandbox], [retention]. Unknown keys are an \
-         error.",
+        "User configuration: [capture], [checkpoint], [sandbox], [retention], [remote.NAME]. \
+         Unknown keys are an error.",
     ),
     (
         ".rewind.toml",

@@ -3,6 +3,7 @@
 pub mod apply_patch;
 pub mod check_write;
 pub mod checkpoint;
+pub mod clone;
 pub mod completions;
 pub mod diff;
 pub mod edit;
@@ -16,8 +17,11 @@ pub mod log;
 pub mod man;
 pub mod mcp;
 pub mod pin;
+pub mod pull;
+pub mod push;
 pub mod read;
 pub mod recover;
+pub mod remote;
 pub mod restore;
 pub mod sandbox;
 pub mod serve;
@@ -71,6 +75,10 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Completions(args) => completions::run(cli, args),
         Command::Man(args) => man::run(cli, args),
         Command::Tui(args) => tui::run(cli, args),
+        Command::Remote(args) => remote::run(cli, args),
+        Command::Push(args) => push::run(cli, args),
+        Command::Pull(args) => pull::run(cli, args),
+        Command::Clone(args) => clone::run(cli, args),
     }
 }
 
@@ -88,6 +96,17 @@ pub fn invocation_dir(dash_c: Option<&Path>) -> anyhow::Result<PathBuf> {
         Some(d) => format!("cannot use -C {}", d.display()),
         None => "cannot read the current directory".to_string(),
     })
+}
+
+/// For commands that talk to a server over the network (`push`, `pull`, `clone`): a write to
+/// a connection the server has closed must be an error the command reports (and a push run
+/// again resumes), not SIGPIPE killing the process without a word, which is what the default
+/// disposition `main` sets for `rewind log | head` would do.
+pub fn ignore_sigpipe() {
+    // SAFETY: setting a signal disposition; these commands start their runtime after this.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
 }
 
 /// The service for this invocation: acting from its directory, for its session.

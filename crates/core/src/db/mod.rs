@@ -6,6 +6,7 @@ pub(crate) mod fingerprints;
 pub(crate) mod gc;
 pub(crate) mod journal;
 pub mod oplog;
+pub mod remote;
 pub mod settings;
 pub(crate) mod shadow;
 pub(crate) mod snapshots;
@@ -68,6 +69,8 @@ const MIGRATIONS: &[&str] = &[
     gc::MIGRATION,
     // 6: settings changed for one workspace from a front (the sandbox mode), with who and when.
     settings::MIGRATION,
+    // 7: remotes: what each holds of this workspace, and where a clone came from.
+    remote::MIGRATION,
 ];
 
 /// Brings the engine's tables up to date on `conn` (the store's connection: see

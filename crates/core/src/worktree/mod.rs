@@ -26,7 +26,7 @@
 //!   store; the merge's epoch is named in `worktree.json` before anything is written, so a merge
 //!   killed at any point is settled from the parent's op log (`merge::settle_pending_merge`).
 
-mod copy;
+pub(crate) mod copy;
 mod creating;
 pub(crate) mod link;
 mod merge;
@@ -505,7 +505,7 @@ pub(crate) fn base_trees(home: &Path, parent: &str) -> Vec<ObjectId> {
 }
 
 /// Hard-links every complete pack of `from` into `to` (copied where a link fails).
-fn link_packs(from: &Path, to: &Path) -> Result<(), Error> {
+pub(crate) fn link_packs(from: &Path, to: &Path) -> Result<(), Error> {
     let rd = match std::fs::read_dir(from) {
         Ok(rd) => rd,
         Err(_) => return Ok(()),

@@ -1,0 +1,106 @@
+//! `rewind remote add NAME URL | list | remove NAME`: where histories are pushed to and
+//! cloned from.
+
+use clap::Subcommand;
+use rewind_api::{RemoteAddRequest, RemoteListRequest, RemoteRemoveRequest};
+
+use crate::output::emit;
+use crate::Cli;
+
+/// Remotes: object storage (S3 and compatible servers) or a directory that holds workspaces'
+/// histories, so they outlive the machine.
+///
+/// Remotes are the user's: `remote add` writes `[remote.NAME]` to config.toml in the state
+/// directory ($REWIND_HOME), never to a workspace. Each workspace pushes its own history into
+/// a remote; a clone can start from any of them. Credentials are never arguments: they come
+/// from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (AWS_REGION,
+/// AWS_ENDPOINT_URL and AWS_ALLOW_HTTP too), or from access_key_id / secret_access_key in the
+/// remote's section of config.toml, and are never printed.
+///
+///   rewind remote add origin s3://my-bucket/rewind --endpoint http://127.0.0.1:3900 --region garage
+///   rewind remote add shared file:///mnt/team/rewind
+///   rewind push origin
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Sub,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Sub {
+    /// Add a remote: s3://BUCKET/PREFIX or file:///ABSOLUTE/PATH.
+    Add {
+        /// Its name: letters, digits, '-', '_', '.' (like origin).
+        name: String,
+        /// s3://BUCKET/PREFIX or file:///ABSOLUTE/PATH.
+        url: String,
+        /// The S3 endpoint, for storage other than AWS's (http://127.0.0.1:3900).
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+        /// The S3 region.
+        #[arg(long, value_name = "REGION")]
+        region: Option<String>,
+    },
+    /// List the remotes: name, URL, where credentials come from (never what they are).
+    List,
+    /// Remove a remote from the configuration; nothing in the remote is touched.
+    Remove {
+        /// Its name.
+        name: String,
+    },
+}
+
+pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
+    let service = super::service(cli)?;
+    match &args.command {
+        Sub::Add {
+            name,
+            url,
+            endpoint,
+            region,
+        } => {
+            let r = service.remote_add(&RemoteAddRequest {
+                name: name.clone(),
+                url: url.clone(),
+                endpoint: endpoint.clone(),
+                region: region.clone(),
+            })?;
+            emit(cli.json, &r, |r| {
+                println!(
+                    "added remote {} ({}) to {}",
+                    r.remote.name, r.remote.url, r.config
+                )
+            })?;
+        }
+        Sub::List => {
+            let l = service.remote_list(&RemoteListRequest {})?;
+            emit(cli.json, &l, |l| {
+                if l.remotes.is_empty() {
+                    println!("no remotes; add one: rewind remote add NAME URL");
+                    return;
+                }
+                for r in &l.remotes {
+                    let mut extra = String::new();
+                    if let Some(e) = &r.endpoint {
+                        extra.push_str(&format!(" endpoint {e}"));
+                    }
+                    if let Some(g) = &r.region {
+                        extra.push_str(&format!(" region {g}"));
+                    }
+                    println!(
+                        "{:<12} {}{extra} ({}; credentials: {})",
+                        r.name, r.url, r.source, r.credentials
+                    );
+                }
+            })?;
+        }
+        Sub::Remove { name } => {
+            let r = service.remote_remove(&RemoteRemoveRequest { name: name.clone() })?;
+            emit(cli.json, &r, |r| {
+                println!("removed remote {} ({})", r.name, r.url)
+            })?;
+        }
+    }
+    Ok(0)
+}

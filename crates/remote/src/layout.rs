@@ -1,0 +1,250 @@
+//! The remote's layout (`docs/format.md`, Remote store): every object's name, the `config`
+//! object, manifests and op-log segments' encoding.
+//!
+//! ```text
+//! <prefix>/config                                    format and version of the remote
+//! <prefix>/packs/<xx>/<name>.pack                    a sealed pack, byte for byte
+//! <prefix>/index/<xx>/<name>.idx                     its tail: trailer and footer
+//! <prefix>/oplog/<xx>/<blake3>.seg                   an op-log segment (zstd JSON)
+//! <prefix>/histories/<id>/manifests/<ns>-<rand>.json one per push
+//! ```
+
+use rewind_core::{OplogSegment, SegmentRecord};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::transport::Remote;
+
+/// The `config` object's format name.
+pub const REMOTE_FORMAT: &str = "rewind-remote";
+/// The remote format version this binary writes and reads.
+pub const REMOTE_VERSION: u32 = 1;
+/// A manifest's format name.
+pub const MANIFEST_FORMAT: &str = "rewind-manifest";
+/// The manifest version this binary writes and reads.
+pub const MANIFEST_VERSION: u32 = 1;
+/// zstd level of segments (small JSON; the level barely matters).
+const SEGMENT_ZSTD_LEVEL: i32 = 3;
+
+/// The `config` object at the prefix's root, written once by the first push.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteConfigObject {
+    /// [`REMOTE_FORMAT`].
+    pub format: String,
+    /// [`REMOTE_VERSION`].
+    pub version: u32,
+    /// Client-side encryption of packs and segments: `null` (none) in this version; a later
+    /// version names the scheme and its key parameters here, and a reader that does not know
+    /// it refuses the remote.
+    pub encryption: Option<serde_json::Value>,
+}
+
+/// A pack a history needs, as its manifest lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PackRef {
+    /// Its name (32 hex digits).
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// A checkpoint named in a manifest, so a clone can choose a history without reading its op
+/// log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckpointRef {
+    /// Its id.
+    pub id: String,
+    /// When it was made (ns since the Unix epoch).
+    pub created_ns: i64,
+}
+
+/// One push's manifest: everything needed to rebuild the history up to `pos` from the remote
+/// alone. Cumulative: the newest manifest of a history is enough.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`MANIFEST_FORMAT`].
+    pub format: String,
+    /// [`MANIFEST_VERSION`].
+    pub version: u32,
+    /// The history: the id of the workspace that pushed it.
+    pub history: String,
+    /// The history it started from, for a clone that pushes (its first segments are that
+    /// history's).
+    pub source: Option<String>,
+    /// When it was written (ns since the Unix epoch): remote gc's grace period counts from it.
+    pub created_ns: i64,
+    /// The last op-log position its segments cover.
+    pub pos: i64,
+    /// The op-log segments, in order.
+    pub segments: Vec<SegmentRecord>,
+    /// Every pack the history's objects are in.
+    pub packs: Vec<PackRef>,
+    /// The newest checkpoint its segments hold.
+    pub newest_checkpoint: Option<CheckpointRef>,
+}
+
+/// The name of pack `name`.
+pub fn pack_object(name: &str) -> String {
+    format!("packs/{}/{name}.pack", &name[..2])
+}
+
+/// The name of pack `name`'s tail.
+pub fn index_object(name: &str) -> String {
+    format!("index/{}/{name}.idx", &name[..2])
+}
+
+/// The name of the segment whose bytes hash to `hash` (hex).
+pub fn segment_object(hash: &str) -> String {
+    format!("oplog/{}/{hash}.seg", &hash[..2])
+}
+
+/// The directory of history `id`'s manifests.
+pub fn manifests_dir(history: &str) -> String {
+    format!("histories/{history}/manifests/")
+}
+
+/// A new manifest name: its time first, so names sort by age, and random digits, so two
+/// writers never pick the same.
+pub fn manifest_object(history: &str, created_ns: i64) -> String {
+    let mut rand = [0u8; 8];
+    let seed = blake3::hash(
+        format!(
+            "{created_ns} {} {:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+        )
+        .as_bytes(),
+    );
+    rand.copy_from_slice(&seed.as_bytes()[..8]);
+    format!(
+        "{}{created_ns:020}-{}.json",
+        manifests_dir(history),
+        hex::encode(rand)
+    )
+}
+
+/// Whether `s` is a workspace (history) id: 32 lowercase hex digits.
+pub fn is_history_id(s: &str) -> bool {
+    s.len() == 32
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A segment's bytes: its JSON, zstd-compressed.
+pub fn encode_segment(s: &OplogSegment) -> Result<Vec<u8>> {
+    let json = serde_json::to_vec(s).map_err(|e| Error::State(e.to_string()))?;
+    zstd::encode_all(&json[..], SEGMENT_ZSTD_LEVEL).map_err(|e| Error::State(e.to_string()))
+}
+
+/// Reads and checks the `config` object; `Ok(None)` if the remote has none (nothing pushed).
+pub fn read_config(remote: &Remote) -> Result<Option<RemoteConfigObject>> {
+    let Some(bytes) = remote.get("config")? else {
+        return Ok(None);
+    };
+    let c: RemoteConfigObject = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+        remote: remote.url().to_string(),
+        object: "config".into(),
+        reason: e.to_string(),
+    })?;
+    if c.format != REMOTE_FORMAT || c.version != REMOTE_VERSION || c.encryption.is_some() {
+        return Err(Error::State(format!(
+            "the remote {} has format {} version {}{}, which this rewind cannot use; upgrade rewind",
+            remote.url(),
+            c.format,
+            c.version,
+            if c.encryption.is_some() { " with encryption" } else { "" }
+        )));
+    }
+    Ok(Some(c))
+}
+
+/// Makes sure the remote has its `config` object (a push's first step).
+pub fn ensure_config(remote: &Remote) -> Result<()> {
+    if read_config(remote)?.is_some() {
+        return Ok(());
+    }
+    let c = RemoteConfigObject {
+        format: REMOTE_FORMAT.into(),
+        version: REMOTE_VERSION,
+        encryption: None,
+    };
+    let bytes = serde_json::to_vec_pretty(&c).map_err(|e| Error::State(e.to_string()))?;
+    remote.create("config", bytes)?;
+    // Whoever won a race wrote the same thing; read what is there.
+    read_config(remote)?.ok_or_else(|| Error::Missing {
+        remote: remote.url().to_string(),
+        object: "config".into(),
+        what: "it was just written and cannot be read back".into(),
+    })?;
+    Ok(())
+}
+
+/// The newest manifest of `history` (largest position, then newest), with its name; `None`
+/// when the history has none.
+pub fn newest_manifest(remote: &Remote, history: &str) -> Result<Option<(String, Manifest)>> {
+    let names = remote.list(&manifests_dir(history))?;
+    let mut best: Option<(String, Manifest)> = None;
+    let mut names: Vec<String> = names
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    // Names sort by time and one workspace pushes one at a time, so the newest name is the
+    // furthest along; the one before it is read too, against a clock that went backwards.
+    for name in names.into_iter().rev().take(2) {
+        let Some(bytes) = remote.get(&name)? else {
+            continue;
+        };
+        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+            remote: remote.url().to_string(),
+            object: name.clone(),
+            reason: e.to_string(),
+        })?;
+        if m.format != MANIFEST_FORMAT || m.version != MANIFEST_VERSION {
+            return Err(Error::State(format!(
+                "{name} in {} has version {}, which this rewind cannot read; upgrade rewind",
+                remote.url(),
+                m.version
+            )));
+        }
+        let better = best
+            .as_ref()
+            .is_none_or(|(_, b)| (m.pos, m.created_ns) > (b.pos, b.created_ns));
+        if better {
+            best = Some((name, m));
+        }
+    }
+    Ok(best)
+}
+
+/// Downloads segment `s` and checks its size, hash and content (`history`'s, format).
+pub fn fetch_segment(remote: &Remote, s: &SegmentRecord) -> Result<OplogSegment> {
+    let name = segment_object(&s.name);
+    let bytes = remote.get(&name)?.ok_or_else(|| Error::Missing {
+        remote: remote.url().to_string(),
+        object: name.clone(),
+        what: "an op-log segment a manifest lists".into(),
+    })?;
+    let corrupt = |reason: String| Error::Corrupt {
+        remote: remote.url().to_string(),
+        object: name.clone(),
+        reason,
+    };
+    if bytes.len() as u64 != s.size {
+        return Err(corrupt(format!(
+            "{} bytes, the manifest says {}",
+            bytes.len(),
+            s.size
+        )));
+    }
+    if blake3::hash(&bytes).to_hex().as_str() != s.name {
+        return Err(corrupt("its content does not match its name (hash)".into()));
+    }
+    let json = zstd::decode_all(&bytes[..]).map_err(|e| corrupt(e.to_string()))?;
+    let seg: OplogSegment = serde_json::from_slice(&json).map_err(|e| corrupt(e.to_string()))?;
+    if seg.from_pos != s.from_pos || seg.to_pos != s.to_pos {
+        return Err(corrupt("its positions differ from the manifest's".into()));
+    }
+    Ok(seg)
+}

@@ -1,0 +1,261 @@
+//! `rewind push`: the sealed packs the remote lacks, their tails, the op log's new rows as one
+//! segment, then one manifest.
+//!
+//! Invariants (the upload order makes an interrupted push safe, as restic's does):
+//! - Packs and their tails first, then the segment, then the manifest last: a manifest never
+//!   names an object that is not in the remote. An interrupted push leaves objects no manifest
+//!   names yet; the next push finds them (`HEAD`) and does not upload them again.
+//! - Each upload is verified before it is recorded: its size (`HEAD`), and for a segment its
+//!   bytes read back and hashed. The local table of what the remote holds is a cache: an
+//!   object it lists that the newest manifest does not is checked in the remote before it is
+//!   trusted, and uploaded again if the remote does not have it.
+//! - One push of a workspace at a time (`remote.lock`): two never export overlapping segments.
+
+use std::collections::{HashMap, HashSet};
+
+use rewind_core::{SegmentRecord, Workspace};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::layout::{self, CheckpointRef, Manifest, PackRef};
+use crate::transport::{Created, Remote};
+
+/// What a push did.
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+pub struct PushReport {
+    /// The remote's name here.
+    pub remote: String,
+    /// Its URL.
+    pub url: String,
+    /// The history pushed to (this workspace's id).
+    pub history: String,
+    /// Objects kept inline in the index that were first sealed into a pack.
+    pub sealed: u64,
+    /// Packs uploaded (each with its tail).
+    pub packs: u64,
+    /// Their bytes.
+    pub pack_bytes: u64,
+    /// Packs the remote already had.
+    pub packs_present: u64,
+    /// Op-log segments uploaded (0 or 1).
+    pub segments: u64,
+    /// Their bytes.
+    pub segment_bytes: u64,
+    /// The manifest written, or `None` when the remote was up to date.
+    pub manifest: Option<String>,
+    /// The last op-log position the remote now has.
+    pub pos: i64,
+    /// The op log's last position here; above `pos` when rows wait behind an open epoch.
+    pub local_pos: i64,
+}
+
+/// Pushes `ws` to `remote`.
+pub fn push(ws: &Workspace, remote: &Remote) -> Result<PushReport> {
+    let _one = ws.remote_lock(std::time::Duration::from_secs(30))?;
+    let key = remote.location.key();
+    let mut report = PushReport {
+        remote: remote.location.name.clone(),
+        url: remote.url().to_string(),
+        history: ws.id().to_string(),
+        ..PushReport::default()
+    };
+    layout::ensure_config(remote)?;
+    report.sealed = ws.seal_inline()?;
+    let prev = layout::newest_manifest(remote, ws.id())?.map(|(_, m)| m);
+    let mut confirmed: HashSet<String> = HashSet::new();
+    if let Some(m) = &prev {
+        for p in &m.packs {
+            confirmed.insert(layout::pack_object(&p.name));
+            confirmed.insert(layout::index_object(&p.name));
+        }
+        for s in &m.segments {
+            confirmed.insert(layout::segment_object(&s.name));
+        }
+    }
+    let known = ws.remote_objects(&key)?;
+    // Whether the remote holds `name` (`size` bytes): the newest manifest names it, or this
+    // workspace recorded it and the remote confirms (a `HEAD`: the table is only a cache).
+    let holds = |name: &str, size: Option<u64>| -> Result<bool> {
+        if confirmed.contains(name) {
+            return Ok(true);
+        }
+        match (known.get(name), size) {
+            (Some(k), Some(s)) if *k != s => Ok(false),
+            (Some(k), _) => Ok(remote.head(name)? == Some(*k)),
+            (None, _) => Ok(false),
+        }
+    };
+    // Packs and their tails.
+    let packs = ws.store().pack_files()?;
+    for p in &packs {
+        let obj = layout::pack_object(&p.name);
+        let idx = layout::index_object(&p.name);
+        if holds(&obj, Some(p.size))? {
+            report.packs_present += 1;
+        } else {
+            let bytes = std::fs::read(&p.path).map_err(|e| rewind_core::Error::Io {
+                op: "reading",
+                path: p.path.clone(),
+                source: e,
+            })?;
+            upload_verified(remote, &obj, bytes)?;
+            ws.record_remote_objects(&key, &[(obj, p.size)])?;
+            report.packs += 1;
+            report.pack_bytes += p.size;
+        }
+        if !holds(&idx, None)? {
+            let tail = ws.store().pack_tail(&p.name)?;
+            let len = tail.len() as u64;
+            upload_verified(remote, &idx, tail)?;
+            ws.record_remote_objects(&key, &[(idx, len)])?;
+        }
+        rewind_core::failpoint::hit("push-after-pack");
+    }
+    // The op log: segments recorded here but unknown to the remote are checked; from the
+    // first one missing there, they are exported again.
+    let mut segs = ws.remote_segments(&key)?;
+    if let Some(bad) = segs.iter().position(|s| {
+        let name = layout::segment_object(&s.name);
+        !confirmed.contains(&name) && !matches!(remote.head(&name), Ok(Some(n)) if n == s.size)
+    }) {
+        let gone: Vec<String> = segs.drain(bad..).map(|s| s.name).collect();
+        ws.forget_remote_segments(&key, &gone)?;
+    }
+    let after = segs.last().map_or(0, |s| s.to_pos);
+    let mut new_segment = None;
+    if let Some(seg) = ws.export_oplog(after)? {
+        let bytes = layout::encode_segment(&seg)?;
+        let hash = blake3::hash(&bytes).to_hex().to_string();
+        let rec = SegmentRecord {
+            name: hash.clone(),
+            from_pos: seg.from_pos,
+            to_pos: seg.to_pos,
+            size: bytes.len() as u64,
+        };
+        let obj = layout::segment_object(&hash);
+        upload_verified(remote, &obj, bytes.clone())?;
+        let back = remote.get(&obj)?.ok_or_else(|| Error::Missing {
+            remote: remote.url().to_string(),
+            object: obj.clone(),
+            what: "an op-log segment just uploaded".into(),
+        })?;
+        if blake3::hash(&back).to_hex().as_str() != hash {
+            return Err(Error::Corrupt {
+                remote: remote.url().to_string(),
+                object: obj,
+                reason: "read back after upload, its content does not match its name".into(),
+            });
+        }
+        report.segments = 1;
+        report.segment_bytes = rec.size;
+        segs.push(rec.clone());
+        new_segment = Some(rec);
+    }
+    rewind_core::failpoint::hit("push-before-manifest");
+    // The manifest, last. Written when anything changed, or when the remote's newest does not
+    // cover what this push confirmed (an interrupted push's objects).
+    let mut pack_refs: HashMap<String, u64> = prev
+        .as_ref()
+        .map(|m| m.packs.iter().map(|p| (p.name.clone(), p.size)).collect())
+        .unwrap_or_default();
+    for p in &packs {
+        pack_refs.insert(p.name.clone(), p.size);
+    }
+    // And every pack the remote is known to hold for this workspace: a clone's origin packs it
+    // never fetched, packs local gc removed since they were pushed.
+    for (name, size) in ws.remote_objects(&key)? {
+        if let Some(pack) = name
+            .strip_prefix("packs/")
+            .and_then(|n| n.rsplit('/').next())
+            .and_then(|n| n.strip_suffix(".pack"))
+        {
+            pack_refs.insert(pack.to_string(), size);
+        }
+    }
+    let pos = segs.last().map_or(0, |s| s.to_pos);
+    let changed = match &prev {
+        None => !segs.is_empty() || !pack_refs.is_empty(),
+        Some(m) => m.segments != segs || m.packs.len() != pack_refs.len() || new_segment.is_some(),
+    };
+    report.pos = pos;
+    report.local_pos = ws.last_pos()?;
+    if !changed {
+        return Ok(report);
+    }
+    let mut packs_sorted: Vec<PackRef> = pack_refs
+        .into_iter()
+        .map(|(name, size)| PackRef { name, size })
+        .collect();
+    packs_sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let newest = {
+        let db = ws.store().db();
+        rewind_core::oplog::checkpoints(&db, None, 64)?
+            .into_iter()
+            .filter(|c| c.pos <= pos)
+            .max_by_key(|c| c.pos)
+            .map(|c| CheckpointRef {
+                id: c.id,
+                created_ns: c.created_ns,
+            })
+    };
+    let source = ws
+        .remote_links()?
+        .into_iter()
+        .find(|l| l.remote == key)
+        .map(|l| l.history);
+    let created_ns = now_ns();
+    let manifest = Manifest {
+        format: layout::MANIFEST_FORMAT.into(),
+        version: layout::MANIFEST_VERSION,
+        history: ws.id().to_string(),
+        source,
+        created_ns,
+        pos,
+        segments: segs.clone(),
+        packs: packs_sorted,
+        newest_checkpoint: newest,
+    };
+    let name = layout::manifest_object(ws.id(), created_ns);
+    let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::State(e.to_string()))?;
+    upload_verified(remote, &name, bytes)?;
+    if let Some(rec) = &new_segment {
+        ws.record_remote_segment(&key, rec)?;
+    }
+    report.manifest = Some(name);
+    Ok(report)
+}
+
+/// Uploads `name` (unless it exists with the same size) and checks its size in the remote.
+fn upload_verified(remote: &Remote, name: &str, bytes: Vec<u8>) -> Result<()> {
+    let size = bytes.len() as u64;
+    let corrupt = |reason: String| Error::Corrupt {
+        remote: remote.url().to_string(),
+        object: name.to_string(),
+        reason,
+    };
+    match remote.create(name, bytes)? {
+        Created::Existed(n) if n != size => {
+            return Err(corrupt(format!(
+                "it exists with {n} bytes where this push has {size}; it was not overwritten \
+                 (remove it from the remote if it is damaged, then push again)"
+            )))
+        }
+        _ => {}
+    }
+    match remote.head(name)? {
+        Some(n) if n == size => Ok(()),
+        Some(n) => Err(corrupt(format!("{n} bytes after upload, expected {size}"))),
+        None => Err(Error::Missing {
+            remote: remote.url().to_string(),
+            object: name.to_string(),
+            what: "just uploaded, it is not there".into(),
+        }),
+    }
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
