@@ -2,12 +2,8 @@
 //! checkpoint there equal to the original trees (bytes and modes), a push killed midway and run
 //! again, two workspaces pushing at once, a damaged remote pack, credentials that never leak.
 //!
-//! Every test runs against a `file://` remote (a directory). The same tests run against a real
-//! S3 server when `REWIND_TEST_S3_ENDPOINT` names one (with `REWIND_TEST_S3_BUCKET`,
-//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optionally `REWIND_TEST_S3_REGION`; the
-//! tests that damage or count objects also need `REWIND_TEST_S3_DATA_DIR`, the directory where
-//! the server keeps objects as files, as s3s-fs does); without it the S3 variants print why
-//! they are skipped.
+//! Every test runs against a `file://` remote (a directory) and against a real S3 server on
+//! loopback (s3s-fs, started per test by `rewind_testutil::s3`; `scripts/test` installs it).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -26,6 +22,8 @@ struct Target {
     /// For a `file://` remote: its directory (to look at and damage objects).
     dir: Option<PathBuf>,
     _keep: Option<tempfile::TempDir>,
+    /// For an S3 remote: its server, stopped when the test ends.
+    server: Option<rewind_testutil::s3::S3Server>,
 }
 
 impl Target {
@@ -39,49 +37,47 @@ impl Target {
             env: Vec::new(),
             dir: Some(dir),
             _keep: Some(t),
+            server: None,
         }
     }
 
-    /// An S3 target from the environment, each test under a prefix of its own; `None` (with
-    /// the reason printed) when no server is configured.
+    /// An S3 target: a real S3 server (`rewind_testutil::s3`, s3s-fs unless
+    /// `REWIND_S3_SERVER` says otherwise) started on loopback for this test, the test's remote
+    /// under a prefix of its own. Always `Some`: without a server binary the harness fails the
+    /// test and says to run `scripts/test` (the option keeps the call sites' shape).
     fn s3(test: &str) -> Option<Target> {
-        let Ok(endpoint) = std::env::var("REWIND_TEST_S3_ENDPOINT") else {
-            eprintln!(
-                "skipped: the S3 variant of {test} needs a real S3 server: set \
-                 REWIND_TEST_S3_ENDPOINT, REWIND_TEST_S3_BUCKET, AWS_ACCESS_KEY_ID and \
-                 AWS_SECRET_ACCESS_KEY"
-            );
-            return None;
-        };
-        let bucket = std::env::var("REWIND_TEST_S3_BUCKET").expect("REWIND_TEST_S3_BUCKET");
-        let prefix = format!(
-            "{test}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        );
-        let mut env = Vec::new();
-        for k in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
-            env.push((k.to_string(), std::env::var(k).expect(k)));
-        }
-        // Where the server keeps objects as files (s3s-fs does, one file per key), for the
-        // tests that count or damage them.
-        let dir = std::env::var("REWIND_TEST_S3_DATA_DIR")
-            .ok()
-            .map(|d| PathBuf::from(d).join(&bucket).join(&prefix));
+        let server = rewind_testutil::s3::S3Server::start();
+        let prefix = format!("{test}-{}", std::process::id());
+        // Only the credentials: the secrets the leak test looks for.
+        let env = vec![
+            (
+                "AWS_ACCESS_KEY_ID".to_string(),
+                server.access_key_id().to_string(),
+            ),
+            (
+                "AWS_SECRET_ACCESS_KEY".to_string(),
+                server.secret_access_key().to_string(),
+            ),
+        ];
+        // s3s-fs keeps each object as a file under its data directory (the tests that count or
+        // damage objects look there); Garage does not.
+        let dir = (server.kind() == rewind_testutil::s3::Kind::S3sFs)
+            .then(|| server.data_dir().join(server.bucket()).join(&prefix));
         Some(Target {
-            url: format!("s3://{bucket}/{prefix}"),
-            endpoint: Some(endpoint),
-            region: std::env::var("REWIND_TEST_S3_REGION").ok(),
+            url: server.url(&prefix),
+            endpoint: Some(server.endpoint()),
+            region: Some(server.region().to_string()),
             env,
             dir,
             _keep: None,
+            server: Some(server),
         })
     }
 
     fn apply(&self, c: &mut Command) {
+        if let Some(server) = &self.server {
+            server.set_env(c);
+        }
         for (k, v) in &self.env {
             c.env(k, v);
         }
@@ -496,6 +492,52 @@ fn killed_push_resumes_s3() {
     }
 }
 
+/// The S3 server goes away under a push and comes back: a push to a server that is down fails
+/// with an error (not a signal, no secret in it) and records nothing as pushed; a push killed
+/// after its packs went up, then the server restarted (its process gone and started again on
+/// the same data), then the push run again, completes; a clone then gives the last tree and its
+/// fsck is clean.
+#[test]
+fn a_push_across_a_server_restart_loses_nothing_s3() {
+    let Some(mut target) = Target::s3("restart") else {
+        return;
+    };
+    let env = Env::new();
+    let trees = history(&env, 4);
+    target.add(&env);
+    target.server.as_mut().unwrap().stop();
+    let o = target.run(&env, &["push"]);
+    assert!(
+        matches!(o.status.code(), Some(c) if c != 0),
+        "a push to a stopped server fails with an exit code: {}",
+        text(&o)
+    );
+    for (_, secret) in &target.env {
+        assert!(
+            !text(&o).contains(secret.as_str()),
+            "a secret in: {}",
+            text(&o)
+        );
+    }
+    target.server.as_mut().unwrap().resume();
+    let mut c = env.cmd(&["push"]);
+    target.apply(&mut c);
+    let o = c
+        .env("REWIND_FAILPOINT", "push-before-manifest")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), None, "killed: {}", text(&o));
+    target.server.as_mut().unwrap().restart();
+    target.push(&env);
+    let home = tempfile::tempdir().unwrap();
+    let (_t, dir) = clone_dir();
+    let o = target.clone_cmd(home.path(), &dir, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "clone: {}", text(&o));
+    assert_eq!(read_tree(&dir), trees.last().unwrap().1);
+    let o = in_clone(home.path(), &dir, &target, &["fsck"]);
+    assert_eq!(o.status.code(), Some(0), "fsck: {}", text(&o));
+}
+
 /// Two workspaces (of two state directories, as two machines) push into one remote at the same
 /// time; each clones back exactly.
 fn two_workspaces_push_at_once(target: Target) {
@@ -604,7 +646,7 @@ fn a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written_s3() {
 /// Whether the target's objects can be reached as files (else the test is skipped, saying so).
 fn has_files(t: &Target) -> bool {
     if t.dir.is_none() {
-        eprintln!("skipped: damaging S3 objects needs REWIND_TEST_S3_DATA_DIR");
+        eprintln!("skipped: damaging S3 objects needs a server that keeps them as files (s3s-fs)");
     }
     t.dir.is_some()
 }

@@ -29,8 +29,15 @@ impl Workspace {
         let max = self.config().capture.max_file_size();
         let is_dir = |e: &Option<Entry>| e.is_some_and(|e| e.kind == EntryKind::Dir);
         let (mut done, mut todo, mut left) = (Vec::new(), Vec::new(), Vec::new());
-        for s in steps {
-            let current = disk_entry(root, &s.path, None, max)?;
+        // Read and hashed on every core: a big restore compares thousands of files.
+        let currents = {
+            use rayon::prelude::*;
+            steps
+                .par_iter()
+                .map(|s| disk_entry(root, &s.path, None, max))
+                .collect::<Result<Vec<_>, Error>>()?
+        };
+        for (s, current) in steps.into_iter().zip(currents) {
             if same(&current, &s.after) {
                 done.push(s);
             } else if same(&current, &s.before)
@@ -65,6 +72,7 @@ impl Workspace {
         root.remove_dead_temp_files_beside(steps.iter().map(|s| s.path.as_slice()));
         // Only steps whose path is still what the plan expected; already-applied ones are done.
         let ByDisk { done, todo, left } = self.sort_by_disk(&root, steps)?;
+        crate::base::trace::phase("restore: compared with the disk");
         let applied = match restore::apply(
             &root,
             self.store(),
@@ -85,6 +93,7 @@ impl Workspace {
                 })
             }
         };
+        crate::base::trace::phase("restore: applied");
         failpoint::hit("restore-before-done");
         let now = now_ns();
         self.transaction(|| {

@@ -266,6 +266,7 @@ impl Workspace {
         if !opts.dry_run {
             self.settle_session_epochs(session)?;
         }
+        crate::base::trace::phase("restore: recovered, settled");
         let head = match target {
             Target::Checkpoint(c) if opts.mode != Mode::FilesOnly => c.message.clone(),
             _ => oplog::session_head(&self.db(), session)?,
@@ -303,6 +304,7 @@ impl Workspace {
             }
             self.plan_undo(changes, opts)?
         };
+        crate::base::trace::phase("restore: planned");
         out.head = head;
         out.payload = payload;
         self.finish(session, out, opts, target.id())
@@ -340,6 +342,7 @@ impl Workspace {
             self.keep_occupied_dirs(&mut out)?;
             if out.conflicts.is_empty() || opts.force {
                 self.checks_before_writing(&out)?;
+                crate::base::trace::phase("restore: checked");
             }
             out.head = oplog::session_head(&self.db(), session)?;
             return Ok(out);
@@ -448,8 +451,25 @@ impl Workspace {
         }
         let root = self.rootdir()?;
         let max = self.config().capture.max_file_size();
+        // What each path holds now, read and hashed on every core (a big turn's undo reads
+        // thousands of files; this is most of its planning).
+        let currents = {
+            use rayon::prelude::*;
+            let paths: Vec<(&Vec<u8>, bool)> = per_path
+                .iter()
+                .map(|(p, (target, _))| (p, target.is_some_and(|t| t.kind == EntryKind::Uncovered)))
+                .collect();
+            // (Not the paths whose target was never captured: they are skipped unread.)
+            paths
+                .par_iter()
+                .map(|(p, skip)| match skip {
+                    true => Ok(None),
+                    false => disk_entry(&root, p, None, max),
+                })
+                .collect::<Result<Vec<_>, Error>>()?
+        };
         let mut out = RewindOutcome::default();
-        for (path, (target, expected)) in per_path {
+        for ((path, (target, expected)), current) in per_path.into_iter().zip(currents) {
             if target.is_some_and(|t| t.kind == EntryKind::Uncovered) {
                 out.skipped.push(Skipped {
                     path,
@@ -457,7 +477,6 @@ impl Workspace {
                 });
                 continue;
             }
-            let current = disk_entry(&root, &path, None, max)?;
             if same(&current, &target) {
                 continue;
             }
@@ -714,6 +733,7 @@ impl Workspace {
             Ok(())
         })?;
         failpoint::hit("restore-after-journal");
+        crate::base::trace::phase("restore: journal written");
         let applied = self.apply_journal(&epoch_id)?;
         // A directory that gained an entry since planning stays (and was not recorded).
         out.steps
