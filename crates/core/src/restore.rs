@@ -543,17 +543,27 @@ fn apply_step<'p>(
 struct SparseWriter<'a> {
     file: &'a mut std::fs::File,
     pos: u64,
+    /// Whether the last bytes written were a hole (a seek): the size is then set at the end.
+    hole_at_end: bool,
 }
 
 const HOLE_BLOCK: u64 = 4096;
 
 impl<'a> SparseWriter<'a> {
     fn new(file: &'a mut std::fs::File) -> Self {
-        SparseWriter { file, pos: 0 }
+        SparseWriter {
+            file,
+            pos: 0,
+            hole_at_end: false,
+        }
     }
 
     fn finish(self) -> io::Result<()> {
-        self.file.set_len(self.pos)
+        // Only a trailing hole leaves the file shorter than its content (one call saved a file).
+        if self.hole_at_end {
+            self.file.set_len(self.pos)?;
+        }
+        Ok(())
     }
 }
 
@@ -574,6 +584,9 @@ impl io::Write for SparseWriter<'_> {
             done = end;
         }
         self.file.write_all(&buf[data_from..])?;
+        if !buf.is_empty() {
+            self.hole_at_end = data_from == buf.len();
+        }
         self.pos += buf.len() as u64;
         Ok(buf.len())
     }
