@@ -3,8 +3,7 @@
 //!
 //! It is a cache, never the source of truth: if it is missing or unreadable, the next capture
 //! re-hashes everything (slow, but correct) and the store deduplicates. Written as temp file +
-//! rename, so readers see the old or the new file, never a torn one; not flushed (see
-//! [`State::save`]): after a power cut a torn file fails its checksum and reads as empty.
+//! fsync + rename, so readers see the old or the new file, never a torn one.
 //!
 //! Layout (little-endian), per directory so a directory's cached children are one slice the
 //! walker merge-joins against its `read_dir`:
@@ -114,18 +113,13 @@ impl State {
         }
     }
 
-    /// Writes the cache (temp file, rename; no fsync) and returns the stamp of the file written.
-    ///
-    /// Not flushed, because nothing depends on it surviving a power cut: it is written only
-    /// after the op-log commit it reflects is durable, so a cut leaves the old file (whose
-    /// `pos` is older: more op-log rows are re-checked), the new one, or a torn one that fails
-    /// its checksum and reads as empty (the next capture hashes everything). The flush was the
-    /// biggest part of saving it: an 8 MB file at 100k files.
+    /// Writes the cache (temp file, fsync, rename) and returns the stamp of the file written.
     pub fn save(&self, path: &Path) -> Result<StateStamp, Error> {
         let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
         let mut f = File::create(&tmp).map_err(Error::io("creating", path))?;
         f.write_all(&encode(self))
             .map_err(Error::io("writing", path))?;
+        f.sync_all().map_err(Error::io("syncing", path))?;
         let stamp = StateStamp::of_meta(&f.metadata().map_err(Error::io("reading", path))?);
         drop(f);
         std::fs::rename(&tmp, path).map_err(Error::io("renaming into place", path))?;

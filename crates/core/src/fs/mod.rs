@@ -35,3 +35,37 @@ pub(crate) fn write_json_atomic(
         crate::Error::io("writing", &path)(e)
     })
 }
+
+/// What a directory a command is about to fill (a clone, a worktree) is now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Destination {
+    /// Nothing there: it will be made.
+    Absent,
+    /// An empty directory: it will be filled.
+    Empty,
+    /// A directory with entries: refused.
+    NotEmpty,
+    /// A file, symlink or other: refused.
+    NotADirectory,
+}
+
+impl Destination {
+    /// Looks at `path` without following a symlink.
+    pub(crate) fn of(path: &std::path::Path) -> Result<Destination, crate::Error> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => {
+                let empty = std::fs::read_dir(path)
+                    .map_err(crate::Error::io("listing", path))?
+                    .next()
+                    .is_none();
+                Ok(if empty {
+                    Destination::Empty
+                } else {
+                    Destination::NotEmpty
+                })
+            }
+            Ok(_) => Ok(Destination::NotADirectory),
+            Err(_) => Ok(Destination::Absent),
+        }
+    }
+}

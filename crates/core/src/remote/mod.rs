@@ -337,26 +337,20 @@ pub fn check_clone_dest(home: &Path, dest: &Path) -> Result<PathBuf, Error> {
         .ok_or_else(|| Error::Usage(format!("{} cannot be cloned into", abs.display())))?;
     let abs = parent.join(name);
     settle_dead_clone(home, &abs)?;
-    match std::fs::symlink_metadata(&abs) {
-        Ok(m) if m.is_dir() => {
-            let empty = std::fs::read_dir(&abs)
-                .map_err(Error::io("listing", &abs))?
-                .next()
-                .is_none();
-            if !empty {
-                return Err(Error::Usage(format!(
-                    "{} exists and is not empty; clone into a new or empty directory",
-                    abs.display()
-                )));
-            }
+    match crate::fs::Destination::of(&abs)? {
+        crate::fs::Destination::NotEmpty => {
+            return Err(Error::Usage(format!(
+                "{} exists and is not empty; clone into a new or empty directory",
+                abs.display()
+            )))
         }
-        Ok(_) => {
+        crate::fs::Destination::NotADirectory => {
             return Err(Error::Usage(format!(
                 "{} exists and is not a directory; clone into a new or empty directory",
                 abs.display()
             )))
         }
-        Err(_) => {}
+        crate::fs::Destination::Absent | crate::fs::Destination::Empty => {}
     }
     let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
     if abs.starts_with(&home) || home.starts_with(&abs) {

@@ -190,27 +190,21 @@ impl Workspace {
                 home.display()
             )));
         }
-        let make = match std::fs::symlink_metadata(&dest) {
-            Ok(m) if m.is_dir() => {
-                let empty = std::fs::read_dir(&dest)
-                    .map_err(Error::io("listing", &dest))?
-                    .next()
-                    .is_none();
-                if !empty {
-                    return Err(Error::State(format!(
-                        "{} exists and is not empty; give --path a new or empty directory",
-                        dest.display()
-                    )));
-                }
-                false
+        let make = match crate::fs::Destination::of(&dest)? {
+            crate::fs::Destination::Absent => true,
+            crate::fs::Destination::Empty => false,
+            crate::fs::Destination::NotEmpty => {
+                return Err(Error::State(format!(
+                    "{} exists and is not empty; give --path a new or empty directory",
+                    dest.display()
+                )))
             }
-            Ok(_) => {
+            crate::fs::Destination::NotADirectory => {
                 return Err(Error::State(format!(
                     "{} exists and is not a directory; give --path a new or empty directory",
                     dest.display()
                 )))
             }
-            Err(_) => true,
         };
         // Recorded before anything is made: a create killed from here on is finished or rolled
         // back by the next `worktree` command (see `creating`).
