@@ -782,6 +782,48 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert!(text(&o).contains("nothing was pushed"), "{}", text(&o));
 }
 
+/// `[remote] auto_push = "checkpoint"`: a checkpoint starts a push of its own in the background
+/// (the checkpoint command returns first); within a bounded wait the remote holds that
+/// checkpoint, and a clone of it gives its tree.
+fn a_checkpoint_pushes_by_itself(target: Target) {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"alpha\n");
+    init(&env);
+    target.add(&env);
+    let cfg = env.home.path().join("config.toml");
+    let mut config = std::fs::read_to_string(&cfg).unwrap();
+    config.push_str("\n[remote]\nauto_push = \"checkpoint\"\n");
+    std::fs::write(&cfg, config).unwrap();
+    write(env.root(), "dir/b.bin", &noise(11, 100_000));
+    // Through the target's environment: the push it starts inherits the credentials.
+    let o = target.run(&env, &["--json", "checkpoint", "--message", "m1"]);
+    assert_eq!(o.status.code(), Some(0), "checkpoint: {}", text(&o));
+    let id = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tree = read_tree(env.root());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let home = tempfile::tempdir().unwrap();
+        let (_t, dir) = clone_dir();
+        let o = target
+            .clone_cmd(home.path(), &dir, &["--checkpoint", &id])
+            .output()
+            .unwrap();
+        if o.status.code() == Some(0) {
+            assert_eq!(read_tree(&dir), tree, "the clone of the pushed checkpoint");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the checkpoint never reached the remote within 60 s: {}",
+            text(&o)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// Each scenario above as two tests: `on_file::NAME` against a `file://` remote, `on_s3::NAME`
 /// against a real S3 server on loopback.
 macro_rules! on_both_remotes {
@@ -809,6 +851,7 @@ on_both_remotes!(
     two_workspaces_push_at_once,
     a_flipped_byte_in_a_remote_pack_is_exit_7_and_nothing_written,
     a_missing_remote_pack_is_exit_7,
+    a_checkpoint_pushes_by_itself,
 );
 
 /// Against a real S3 server: the credentials that worked appear in no output of push, pull,

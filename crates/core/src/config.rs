@@ -43,9 +43,34 @@ pub struct Config {
     /// `[shadow]`: the shadow git history.
     #[serde(default)]
     pub shadow: ShadowConfig,
-    /// `[remote.NAME]`: remotes (`rewind remote add`), only in the user's `config.toml`.
+    /// `[remote]`: `auto_push`, and the remotes as `[remote.NAME]` (`rewind remote add`); only
+    /// in the user's `config.toml`.
     #[serde(default)]
-    pub remote: std::collections::BTreeMap<String, RemoteConfig>,
+    pub remote: RemoteSection,
+}
+
+/// The `[remote]` table: when to push by itself, and each `[remote.NAME]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct RemoteSection {
+    /// `"checkpoint"`: after each checkpoint, push to every remote in the background (a
+    /// detached `rewind push NAME`; the checkpoint never waits for it). `"off"` (the default):
+    /// only `rewind push` pushes.
+    #[serde(default)]
+    pub auto_push: AutoPush,
+    /// `[remote.NAME]` sections, by name.
+    #[serde(flatten)]
+    pub remotes: std::collections::BTreeMap<String, RemoteConfig>,
+}
+
+/// `[remote] auto_push`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AutoPush {
+    /// Only `rewind push` pushes.
+    #[default]
+    Off,
+    /// Every checkpoint starts a push in the background.
+    Checkpoint,
 }
 
 /// One `[remote.NAME]` section: where a remote is, and (optionally) its credentials. The

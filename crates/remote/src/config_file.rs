@@ -70,12 +70,13 @@ fn parse(path: &Path, text: &str) -> Result<toml::Table> {
 
 /// The remotes of the user's configuration.
 pub fn configured(home: &Path) -> Result<std::collections::BTreeMap<String, RemoteConfig>> {
-    Ok(rewind_core::Config::load(home, None)?.remote)
+    Ok(rewind_core::Config::load(home, None)?.remote.remotes)
 }
 
 /// Checks a remote name: letters, digits, `-`, `_`, `.`, not starting with `.` or `-`.
 pub fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
+        && name != "auto_push"
         && name.len() <= 64
         && !name.starts_with(['.', '-'])
         && name

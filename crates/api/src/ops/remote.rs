@@ -216,6 +216,18 @@ impl Service {
         })
     }
 
+    /// The remotes a checkpoint pushes to by itself: every configured remote when the user's
+    /// `[remote] auto_push = "checkpoint"`, else none. A front that made a checkpoint starts
+    /// `rewind push NAME` for each in the background (it never waits for the push).
+    pub fn auto_push_remotes(&self) -> Result<Vec<String>, ApiError> {
+        let home = rewind_core::rewind_home()?;
+        let section = rewind_core::Config::load(&home, None)?.remote;
+        Ok(match section.auto_push {
+            rewind_core::AutoPush::Checkpoint => section.remotes.into_keys().collect(),
+            rewind_core::AutoPush::Off => Vec::new(),
+        })
+    }
+
     /// The `push` operation: see [`PushRequest`].
     pub fn push(&self, req: &PushRequest) -> Result<PushReport, ApiError> {
         let home = rewind_core::rewind_home()?;

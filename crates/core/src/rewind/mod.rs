@@ -10,6 +10,7 @@
 
 mod apply;
 pub(crate) mod merge;
+mod plan;
 mod reads;
 
 pub(crate) use reads::{
@@ -429,114 +430,6 @@ impl Workspace {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-
-    /// Session scope: for each path the changes touched, go back to the `pre` of the earliest
-    /// change, provided the path is still the `post` of the latest.
-    fn plan_undo(
-        &self,
-        changes: Vec<Change>,
-        opts: &RewindOptions,
-    ) -> Result<RewindOutcome, Error> {
-        let mut per_path: std::collections::BTreeMap<Vec<u8>, (Option<Entry>, Option<Entry>)> =
-            Default::default();
-        for c in changes {
-            if !in_scope(&c.path, &opts.paths) {
-                continue;
-            }
-            per_path
-                .entry(c.path)
-                .and_modify(|v| v.1 = c.after)
-                .or_insert((c.before, c.after));
-        }
-        let root = self.rootdir()?;
-        let max = self.config().capture.max_file_size();
-        // What each path holds now, read and hashed on every core (a big turn's undo reads
-        // thousands of files; this is most of its planning).
-        let currents = {
-            use rayon::prelude::*;
-            let paths: Vec<(&Vec<u8>, bool)> = per_path
-                .iter()
-                .map(|(p, (target, _))| (p, target.is_some_and(|t| t.kind == EntryKind::Uncovered)))
-                .collect();
-            // (Not the paths whose target was never captured: they are skipped unread.)
-            paths
-                .par_iter()
-                .map(|(p, skip)| match skip {
-                    true => Ok(None),
-                    false => disk_entry(&root, p, None, max),
-                })
-                .collect::<Result<Vec<_>, Error>>()?
-        };
-        let mut out = RewindOutcome::default();
-        for ((path, (target, expected)), current) in per_path.into_iter().zip(currents) {
-            if target.is_some_and(|t| t.kind == EntryKind::Uncovered) {
-                out.skipped.push(Skipped {
-                    path,
-                    reason: "cannot restore: its content was never captured".into(),
-                });
-                continue;
-            }
-            if same(&current, &target) {
-                continue;
-            }
-            if current.is_some_and(|c| c.kind == EntryKind::Uncovered) {
-                // What is there now was never stored (over the size cap, unreadable): writing
-                // over it or removing it would lose it for good, forced or not.
-                out.skipped.push(Skipped {
-                    path,
-                    reason: "left as it is: its current content is not captured".into(),
-                });
-                continue;
-            }
-            if same(&current, &expected) {
-                out.steps.push(Change {
-                    path,
-                    before: current,
-                    after: target,
-                });
-            } else {
-                // Someone else changed it since: merged (`--merge`) where the changes touch
-                // different lines, else a conflict, overwritten only with `--force`.
-                let merged = if opts.merge {
-                    Some(self.merge_undo(&path, target, expected, current)?)
-                } else {
-                    None
-                };
-                let why = match merged {
-                    Some(Ok(m)) => {
-                        if !same(&current, &Some(m.entry)) {
-                            out.steps.push(Change {
-                                path,
-                                before: current,
-                                after: Some(m.entry),
-                            });
-                            out.merged.push(m);
-                        }
-                        continue;
-                    }
-                    Some(Err(why)) => Some(why),
-                    None => None,
-                };
-                let mut c = self.conflict(&path, expected, current)?;
-                if let Some(why) = why {
-                    c.unmerged = Some(why.reason());
-                    if let merge::Unmerged::Overlaps(o) = why {
-                        c.overlaps = o;
-                    }
-                }
-                out.conflicts.push(c);
-                if opts.force {
-                    out.steps.push(Change {
-                        path,
-                        before: current,
-                        after: target,
-                    });
-                }
-            }
-        }
-        order_steps(&mut out.steps);
-        Ok(out)
     }
 
     fn conflict(
