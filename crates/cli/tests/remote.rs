@@ -146,21 +146,10 @@ impl Target {
 }
 
 fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == ext) {
-                out.push(p);
-            }
-        }
-    }
+    let mut out: Vec<PathBuf> = all_files(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
     out.sort();
     out
 }
