@@ -372,9 +372,8 @@ pub fn apply(
             }
             Err(e) => {
                 let steps_done = steps[e.done.len()];
-                for (path, meta) in e.done {
-                    done.files.insert(path, meta);
-                }
+                done.written += e.done.len() as u64;
+                done.files.extend(e.done);
                 Err(Interrupted {
                     cause: Error::io_rel("writing", &e.path)(e.cause),
                     steps_done,
@@ -394,12 +393,13 @@ pub fn apply(
             Ok(StepDone::Now) => crate::base::failpoint::hit(after_step),
             Ok(StepDone::Begun) => begun.push(i),
             Err(cause) => {
-                // What was begun before goes in, so that every step before this one is done.
-                flush(&mut target, &mut begun, &mut done)?;
-                return Err(Interrupted {
-                    cause,
-                    steps_done: i,
-                });
+                // What was begun before goes in, so that every step before this one is done;
+                // if that fails too, fewer are, but this step's error is the one to report.
+                let steps_done = match flush(&mut target, &mut begun, &mut done) {
+                    Ok(()) => i,
+                    Err(flushed) => flushed.steps_done,
+                };
+                return Err(Interrupted { cause, steps_done });
             }
         }
         if matches!(&target, Target::Batched(b) if b.is_full()) {
