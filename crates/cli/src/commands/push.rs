@@ -11,7 +11,9 @@ use crate::Cli;
 /// first), each pack's index, the op log's new rows as one segment, and a manifest last, so
 /// the remote alone can rebuild every checkpoint. Nothing in the remote is ever overwritten.
 /// Run it again after an interruption: it uploads only what is missing. Rows recorded after an
-/// epoch that is still open wait for it to end (the next push takes them).
+/// epoch that is still open wait for it to end (the next push takes them). With
+/// `[remote] auto_push = "checkpoint"` in config.toml, every checkpoint starts one in the
+/// background.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The remote (`rewind remote list`); may be left out when there is only one.
