@@ -26,6 +26,7 @@ mod moved;
 mod overlapping_epochs;
 mod real_claude;
 mod remote;
+mod remote_gc;
 mod restore_failures;
 mod restore_safety;
 mod rewind_concurrency;

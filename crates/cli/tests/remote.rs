@@ -14,20 +14,20 @@ use crate::common::rewind::{checkpoint, chmod, exact, init, read_tree, sh, write
 use crate::common::{noise, text, Env};
 
 /// Where a test's remote is, and what its commands need in the environment.
-struct Target {
-    url: String,
+pub(crate) struct Target {
+    pub(crate) url: String,
     endpoint: Option<String>,
     region: Option<String>,
     env: Vec<(String, String)>,
     /// For a `file://` remote: its directory (to look at and damage objects).
-    dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
     _keep: Option<tempfile::TempDir>,
     /// For an S3 remote: its server, stopped when the test ends.
     server: Option<rewind_testutil::s3::S3Server>,
 }
 
 impl Target {
-    fn file() -> Target {
+    pub(crate) fn file() -> Target {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path().join("remote");
         Target {
@@ -45,7 +45,7 @@ impl Target {
     /// `REWIND_S3_SERVER` says otherwise) started on loopback for this test, the test's remote
     /// under a prefix. Without a server binary the harness fails the test and says to run
     /// `scripts/test`.
-    fn s3() -> Target {
+    pub(crate) fn s3() -> Target {
         let server = rewind_testutil::s3::S3Server::start();
         // Short (s3s-fs limits a key to 157 bytes); the server is this test's alone.
         let prefix = "ws";
@@ -75,7 +75,7 @@ impl Target {
         }
     }
 
-    fn apply(&self, c: &mut Command) {
+    pub(crate) fn apply(&self, c: &mut Command) {
         if let Some(server) = &self.server {
             server.set_env(c);
         }
@@ -85,7 +85,7 @@ impl Target {
     }
 
     /// `rewind remote add origin URL …` in `env`'s state directory.
-    fn add(&self, env: &Env) {
+    pub(crate) fn add(&self, env: &Env) {
         let mut args = vec!["remote", "add", "origin", self.url.as_str()];
         if let Some(e) = &self.endpoint {
             args.extend(["--endpoint", e.as_str()]);
@@ -97,20 +97,20 @@ impl Target {
         assert_eq!(o.status.code(), Some(0), "remote add: {}", text(&o));
     }
 
-    fn run(&self, env: &Env, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, env: &Env, args: &[&str]) -> Output {
         let mut c = env.cmd(args);
         self.apply(&mut c);
         c.output().unwrap()
     }
 
-    fn push(&self, env: &Env) -> serde_json::Value {
+    pub(crate) fn push(&self, env: &Env) -> serde_json::Value {
         let o = self.run(env, &["--json", "push"]);
         assert_eq!(o.status.code(), Some(0), "push: {}", text(&o));
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
     /// `rewind clone URL DIR [ARGS…]` with the state directory `home`.
-    fn clone_cmd(&self, home: &Path, dir: &Path, extra: &[&str]) -> Command {
+    pub(crate) fn clone_cmd(&self, home: &Path, dir: &Path, extra: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rewind"));
         c.env("REWIND_HOME", home)
             .env_remove("REWIND_SESSION")
@@ -157,7 +157,7 @@ fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
 /// A workspace with four checkpoints (small files, a chunked 3 MiB file, an executable, a
 /// symlink, nested directories; changes by shell commands and by exact epochs); the tree at
 /// each checkpoint, by id, oldest first.
-fn history(env: &Env, seed: u64) -> Vec<(String, Tree)> {
+pub(crate) fn history(env: &Env, seed: u64) -> Vec<(String, Tree)> {
     let root = env.root();
     write(root, "a.txt", format!("alpha {seed}\n").as_bytes());
     write(root, "dir/b.txt", b"bravo\n");
@@ -189,14 +189,14 @@ fn history(env: &Env, seed: u64) -> Vec<(String, Tree)> {
     out
 }
 
-fn clone_dir() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn clone_dir() -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let d = t.path().join("clone");
     (t, d)
 }
 
 /// A command in the clone `dir` with state directory `home`.
-fn in_clone(home: &Path, dir: &Path, target: &Target, args: &[&str]) -> Output {
+pub(crate) fn in_clone(home: &Path, dir: &Path, target: &Target, args: &[&str]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rewind"));
     c.env("REWIND_HOME", home)
         .env_remove("REWIND_SESSION")
@@ -675,7 +675,7 @@ fn credentials_never_leak() {
     }
 }
 
-fn all_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn all_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -50,7 +50,7 @@ mod text;
 mod workspace;
 pub mod worktree;
 
-pub use base::{failpoint, trace};
+pub use base::{failpoint, trace, utc};
 pub use fs::relpath;
 pub use text::{edit, merge, patch};
 
@@ -73,7 +73,9 @@ pub use model::guard::{ChangedBy, Fingerprint, GuardRefusal, RefusalKind};
 pub use model::oplog::{CheckpointRow, EpochKind, EpochRow, EpochState, Owner, Snapshot};
 pub use model::remedy::Remedy;
 pub use record::{owner_alive, payload_too_large, this_process, EpochSpec, Settled};
-pub use remote::{clone_into, CloneSource, Cloned, OplogSegment, RemoteLink, SegmentRecord};
+pub use remote::{
+    clone_into, CloneSource, Cloned, Collected, OplogSegment, RemoteLink, SegmentRecord,
+};
 pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
 pub use shadow::{ShadowBranch, ShadowError, ShadowReport};

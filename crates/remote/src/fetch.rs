@@ -230,6 +230,15 @@ pub fn clone(
         }
     };
     let (ckpt_id, tree) = ckpt;
+    if let Some(ns) = manifest.collected.checkpoint(&ckpt_id) {
+        return Err(Error::Core(rewind_core::Error::Unavailable(format!(
+            "checkpoint {ckpt_id} was collected by garbage collection at {} (ns since the Unix \
+             epoch {ns}); its content may be gone from {}. Clone a kept one: `rewind log` in \
+             a clone of the newest lists them",
+            rewind_core::utc(ns),
+            remote.url()
+        ))));
+    }
     // Staging store: filled and verified before the directory is touched.
     let tmp = home.join("tmp");
     std::fs::create_dir_all(&tmp).map_err(|e| rewind_core::Error::Io {
@@ -331,6 +340,7 @@ pub fn clone(
             link,
             objects,
             segment_records: manifest.segments.clone(),
+            collected: manifest.collected.clone(),
         },
     )?;
     drop(store);
@@ -511,6 +521,11 @@ pub fn pull(ws: &Workspace, remote: &Remote) -> Result<PullReport> {
         }
     }
     fetch_packs(ws, remote, &m, &mut report)?;
+    if link.is_some() {
+        // What the origin's gc dropped is dropped here too: restoring to it is refused
+        // rather than failing on content the remote may no longer have.
+        ws.import_collected(&m.collected, m.pos)?;
+    }
     Ok(report)
 }
 

@@ -9,7 +9,7 @@
 //! <prefix>/histories/<id>/manifests/<ns>-<rand>.json one per push
 //! ```
 
-use rewind_core::{OplogSegment, SegmentRecord};
+use rewind_core::{Collected, OplogSegment, SegmentRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -21,8 +21,9 @@ pub const REMOTE_FORMAT: &str = "rewind-remote";
 pub const REMOTE_VERSION: u32 = 1;
 /// A manifest's format name.
 pub const MANIFEST_FORMAT: &str = "rewind-manifest";
-/// The manifest version this binary writes and reads.
-pub const MANIFEST_VERSION: u32 = 1;
+/// The manifest version this binary writes (it reads 1 too: a version 1 manifest lists
+/// nothing collected).
+pub const MANIFEST_VERSION: u32 = 2;
 /// zstd level of segments (small JSON; the level barely matters).
 const SEGMENT_ZSTD_LEVEL: i32 = 3;
 
@@ -81,6 +82,10 @@ pub struct Manifest {
     pub packs: Vec<PackRef>,
     /// The newest checkpoint its segments hold.
     pub newest_checkpoint: Option<CheckpointRef>,
+    /// The checkpoints and epochs the workspace's garbage collection dropped (version 2): a
+    /// clone or pull marks them collected, and their content may be gone from the remote.
+    #[serde(default)]
+    pub collected: Collected,
 }
 
 /// The name of pack `name`.
@@ -106,6 +111,12 @@ pub fn manifests_dir(history: &str) -> String {
 /// A new manifest name: its time first, so names sort by age, and random digits, so two
 /// writers never pick the same.
 pub fn manifest_object(history: &str, created_ns: i64) -> String {
+    format!("{}{}.json", manifests_dir(history), unique_stem(created_ns))
+}
+
+/// `<created_ns, 20 digits>-<16 random hex digits>`: names that sort by age and that two
+/// writers never both pick.
+pub fn unique_stem(created_ns: i64) -> String {
     let mut rand = [0u8; 8];
     let seed = blake3::hash(
         format!(
@@ -116,11 +127,7 @@ pub fn manifest_object(history: &str, created_ns: i64) -> String {
         .as_bytes(),
     );
     rand.copy_from_slice(&seed.as_bytes()[..8]);
-    format!(
-        "{}{created_ns:020}-{}.json",
-        manifests_dir(history),
-        hex::encode(rand)
-    )
+    format!("{created_ns:020}-{}", hex::encode(rand))
 }
 
 /// Whether `s` is a workspace (history) id: 32 lowercase hex digits.
@@ -201,7 +208,7 @@ pub fn newest_manifest(remote: &Remote, history: &str) -> Result<Option<(String,
             object: name.clone(),
             reason: e.to_string(),
         })?;
-        if m.format != MANIFEST_FORMAT || m.version != MANIFEST_VERSION {
+        if m.format != MANIFEST_FORMAT || !(1..=MANIFEST_VERSION).contains(&m.version) {
             return Err(Error::State(format!(
                 "{name} in {} has version {}, which this rewind cannot read; upgrade rewind",
                 remote.url(),

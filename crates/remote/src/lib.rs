@@ -18,6 +18,7 @@
 mod config_file;
 mod error;
 mod fetch;
+mod gc;
 mod layout;
 mod location;
 mod push;
@@ -26,9 +27,12 @@ mod transport;
 pub use config_file::{add, check_name, configured, remove, RemoteInfo};
 pub use error::{Error, Result};
 pub use fetch::{clone, pull, CloneReport, PullReport};
+pub use gc::{
+    check_grace, gc, window as gc_window, RemoteGcOptions, RemoteGcReport, DEFAULT_GRACE,
+};
 pub use layout::{CheckpointRef, Manifest, PackRef};
 pub use location::{check_endpoint, parse_url, Location, Url};
-pub use push::{push, PushReport};
+pub use push::{push, push_with, PushOptions, PushReport};
 pub use transport::Remote;
 
 use std::path::Path;

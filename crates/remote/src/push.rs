@@ -12,11 +12,13 @@
 //! - One push of a workspace at a time (`remote.lock`): two never export overlapping segments.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 use rewind_core::{SegmentRecord, Workspace};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::gc::{self, Protection};
 use crate::layout::{self, CheckpointRef, Manifest, PackRef};
 use crate::transport::{Created, Remote};
 
@@ -47,11 +49,52 @@ pub struct PushReport {
     pub pos: i64,
     /// The op log's last position here; above `pos` when rows wait behind an open epoch.
     pub local_pos: i64,
+    /// Packs the history's manifest stopped listing (a compacting push: `gc --remote`).
+    pub packs_unlisted: u64,
+}
+
+/// How a push runs.
+#[derive(Clone, Debug, Default)]
+pub struct PushOptions {
+    /// Compact the history (`gc --remote`'s first step): the manifest lists only the packs
+    /// this workspace holds, which hold everything its own gc kept, and, in a clone of this
+    /// remote, the packs it knows there and never fetched (its origin's). What it stops
+    /// listing is no longer this history's, and a remote gc can collect it.
+    pub compact: bool,
 }
 
 /// Pushes `ws` to `remote`.
 pub fn push(ws: &Workspace, remote: &Remote) -> Result<PushReport> {
+    push_with(ws, remote, &PushOptions::default())
+}
+
+/// Pushes `ws` to `remote` as `opts` say.
+pub fn push_with(ws: &Workspace, remote: &Remote, opts: &PushOptions) -> Result<PushReport> {
     let _one = ws.remote_lock(std::time::Duration::from_secs(30))?;
+    // A remote gc can delete an object this push relies on before it sees the push's veto;
+    // the push then starts over, uploading it again. Three times in a row is not a race.
+    let mut distrust = HashSet::new();
+    for _ in 0..3 {
+        match push_once(ws, remote, opts, &distrust)? {
+            Ok(report) => return Ok(report),
+            Err(gone) => {
+                distrust.insert(gone);
+            }
+        }
+    }
+    Err(Error::State(format!(
+        "{}'s garbage collection deleted objects this push relies on three times; push again",
+        remote.url()
+    )))
+}
+
+/// One attempt: the report, or the object a sweep deleted under it.
+fn push_once(
+    ws: &Workspace,
+    remote: &Remote,
+    opts: &PushOptions,
+    distrust: &HashSet<String>,
+) -> Result<std::result::Result<PushReport, String>> {
     let key = remote.location.key();
     let mut report = PushReport {
         remote: remote.location.name.clone(),
@@ -72,7 +115,9 @@ pub fn push(ws: &Workspace, remote: &Remote) -> Result<PushReport> {
             confirmed.insert(layout::segment_object(&s.name));
         }
     }
-    let known = ws.remote_objects(&key)?;
+    confirmed.retain(|n| !distrust.contains(n));
+    let mut known = ws.remote_objects(&key)?;
+    known.retain(|n, _| !distrust.contains(n));
     // Whether the remote holds `name` (`size` bytes): the newest manifest names it, or this
     // workspace recorded it and the remote confirms (a `HEAD`: the table is only a cache).
     let holds = |name: &str, size: Option<u64>| -> Result<bool> {
@@ -154,37 +199,55 @@ pub fn push(ws: &Workspace, remote: &Remote) -> Result<PushReport> {
     rewind_core::failpoint::hit("push-before-manifest");
     // The manifest, last. Written when anything changed, or when the remote's newest does not
     // cover what this push confirmed (an interrupted push's objects).
-    let mut pack_refs: HashMap<String, u64> = prev
-        .as_ref()
-        .map(|m| m.packs.iter().map(|p| (p.name.clone(), p.size)).collect())
-        .unwrap_or_default();
+    let mut pack_refs: HashMap<String, u64> = match (&prev, opts.compact) {
+        (Some(m), false) => m.packs.iter().map(|p| (p.name.clone(), p.size)).collect(),
+        _ => HashMap::new(),
+    };
     for p in &packs {
         pack_refs.insert(p.name.clone(), p.size);
     }
     // And every pack the remote is known to hold for this workspace: a clone's origin packs it
-    // never fetched, packs local gc removed since they were pushed.
-    for (name, size) in ws.remote_objects(&key)? {
-        if let Some(pack) = name
-            .strip_prefix("packs/")
-            .and_then(|n| n.rsplit('/').next())
-            .and_then(|n| n.strip_suffix(".pack"))
-        {
-            pack_refs.insert(pack.to_string(), size);
+    // never fetched, packs local gc removed since they were pushed. A compaction keeps only
+    // the first kind: what a workspace that made its history does not hold, its gc dropped.
+    let is_clone = ws.remote_links()?.iter().any(|l| l.remote == key);
+    if !opts.compact || is_clone {
+        for (name, size) in ws.remote_objects(&key)? {
+            if let Some(pack) = pack_of(&name) {
+                pack_refs.insert(pack.to_string(), size);
+            }
         }
     }
+    let unlisted: Vec<String> = prev
+        .iter()
+        .flat_map(|m| m.packs.iter())
+        .filter(|p| !pack_refs.contains_key(&p.name))
+        .map(|p| p.name.clone())
+        .collect();
+    report.packs_unlisted = unlisted.len() as u64;
+    let collected = ws.collected()?;
     let pos = segs.last().map_or(0, |s| s.to_pos);
     let changed = match &prev {
         None => !segs.is_empty() || !pack_refs.is_empty(),
-        Some(m) => m.segments != segs || m.packs.len() != pack_refs.len() || new_segment.is_some(),
+        Some(m) => {
+            m.segments != segs
+                || m.packs.len() != pack_refs.len()
+                || new_segment.is_some()
+                || !unlisted.is_empty()
+                || m.collected != collected
+                || m.version != layout::MANIFEST_VERSION
+        }
     };
     report.pos = pos;
     report.local_pos = ws.last_pos()?;
     if !changed {
-        return Ok(report);
+        return Ok(Ok(report));
     }
     let mut packs_sorted: Vec<PackRef> = pack_refs
-        .into_iter()
-        .map(|(name, size)| PackRef { name, size })
+        .iter()
+        .map(|(name, size)| PackRef {
+            name: name.clone(),
+            size: *size,
+        })
         .collect();
     packs_sorted.sort_by(|a, b| a.name.cmp(&b.name));
     let newest = {
@@ -203,6 +266,25 @@ pub fn push(ws: &Workspace, remote: &Remote) -> Result<PushReport> {
         .into_iter()
         .find(|l| l.remote == key)
         .map(|l| l.history);
+    // Nothing the manifest names may be swept by a pending mark (see `gc`): listed, vetoed if
+    // marked, and the manifest written within the window of that listing.
+    let names: HashSet<String> = pack_refs
+        .keys()
+        .flat_map(|p| [layout::pack_object(p), layout::index_object(p)])
+        .chain(segs.iter().map(|s| layout::segment_object(&s.name)))
+        .collect();
+    let mut suspects = HashSet::new();
+    let listed = loop {
+        let listed = Instant::now();
+        match gc::protect(remote, &names, &mut suspects)? {
+            Protection::Clear => break listed,
+            Protection::Waited => continue,
+            Protection::Missing(gone) => {
+                ws.forget_remote_objects(&key, std::slice::from_ref(&gone))?;
+                return Ok(Err(gone));
+            }
+        }
+    };
     let created_ns = now_ns();
     let manifest = Manifest {
         format: layout::MANIFEST_FORMAT.into(),
@@ -214,15 +296,35 @@ pub fn push(ws: &Workspace, remote: &Remote) -> Result<PushReport> {
         segments: segs.clone(),
         packs: packs_sorted,
         newest_checkpoint: newest,
+        collected,
     };
+    if listed.elapsed() >= gc::window() {
+        // Too slow since the marks were listed: a mark made since may be swept before a gc
+        // sees this manifest. Start over (the uploads are there; only the checks run again).
+        return push_once(ws, remote, opts, distrust);
+    }
     let name = layout::manifest_object(ws.id(), created_ns);
     let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::State(e.to_string()))?;
     upload_verified(remote, &name, bytes)?;
     if let Some(rec) = &new_segment {
         ws.record_remote_segment(&key, rec)?;
     }
+    if !unlisted.is_empty() {
+        let names: Vec<String> = unlisted
+            .iter()
+            .flat_map(|p| [layout::pack_object(p), layout::index_object(p)])
+            .collect();
+        ws.forget_remote_objects(&key, &names)?;
+    }
     report.manifest = Some(name);
-    Ok(report)
+    Ok(Ok(report))
+}
+
+/// The pack an object name is (`packs/<xx>/<name>.pack`), if it is one.
+fn pack_of(name: &str) -> Option<&str> {
+    name.strip_prefix("packs/")
+        .and_then(|n| n.rsplit('/').next())
+        .and_then(|n| n.strip_suffix(".pack"))
 }
 
 /// Uploads `name` (unless it exists with the same size) and checks its size in the remote.

@@ -27,6 +27,17 @@ pub enum Created {
     Existed(u64),
 }
 
+/// An object as a listing shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Its name, relative to the remote's prefix.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was last written (ns since the Unix epoch, the store's clock).
+    pub modified_ns: i64,
+}
+
 /// A connected remote.
 pub struct Remote {
     /// Where it is.
@@ -163,6 +174,43 @@ impl Remote {
             }
             out.sort();
             Ok(out)
+        })
+    }
+
+    /// The objects under `dir` (a name ending in `/`) with their sizes and when they were last
+    /// written (ns since the Unix epoch, by the store's clock), by name.
+    pub fn list_meta(&self, dir: &str) -> Result<Vec<ObjectInfo>> {
+        let path = self.path(dir.trim_end_matches('/'));
+        let strip = if self.prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.prefix)
+        };
+        self.rt.block_on(async {
+            let mut out = Vec::new();
+            let mut s = self.store.list(Some(&path));
+            while let Some(m) = s.next().await {
+                let m = m.map_err(|e| self.transport("listing", dir, e))?;
+                let full = m.location.to_string();
+                out.push(ObjectInfo {
+                    name: full.strip_prefix(&strip).unwrap_or(&full).to_string(),
+                    size: m.size,
+                    modified_ns: m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MAX),
+                });
+            }
+            out.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(out)
+        })
+    }
+
+    /// Deletes `name`; deleting what is not there is not an error (another gc may have).
+    pub fn delete(&self, name: &str) -> Result<()> {
+        let path = self.path(name);
+        self.rt.block_on(async {
+            match self.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(self.transport("deleting", name, e)),
+            }
         })
     }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ApiError, ErrorKind, Service};
 
-pub use rewind_remote::{CloneReport, PullReport, PushReport, RemoteInfo};
+pub use rewind_remote::{CloneReport, PullReport, PushReport, RemoteGcReport, RemoteInfo};
 
 /// Add a remote to the user's configuration (`config.toml` in the state directory, never the
 /// workspace's `.rewind.toml`, which an agent can write). Credentials are never arguments:

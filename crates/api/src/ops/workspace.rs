@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use std::path::{Path, PathBuf};
 
-use crate::{Adopted, ApiError, Forgotten, Progress, Registered, Relinked, Service};
+use crate::{Adopted, ApiError, ErrorKind, Forgotten, Progress, Registered, Relinked, Service};
 
 /// Register the workspace (on first use) and take a whole-tree capture.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
@@ -173,6 +173,15 @@ pub struct GcRequest {
     /// front starts after a checkpoint); otherwise return at once with `skipped`.
     #[serde(default)]
     pub auto: bool,
+    /// Then collect this remote too (by name): this workspace's history there is compacted to
+    /// what the policy kept, marks older than their grace period are swept, and what no
+    /// history references is marked (`docs/format.md`, Remote store).
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// With `remote`: how long an unreferenced remote object stays after it is marked, in
+    /// seconds (default 3600; at least twice the push window, 60 s).
+    #[serde(default)]
+    pub grace_secs: Option<u64>,
 }
 
 /// What `gc` did in this workspace (inline) and, with `all_workspaces`, in the others.
@@ -183,6 +192,8 @@ pub struct GcResponse {
     pub report: rewind_core::GcReport,
     /// The other workspaces' (empty without `all_workspaces`).
     pub workspaces: Vec<OtherGc>,
+    /// The remote's, with `remote`.
+    pub remote: Option<rewind_remote::RemoteGcReport>,
 }
 
 /// One other workspace's gc, for `all_workspaces`.
@@ -210,7 +221,38 @@ pub type PinResponse = rewind_core::CheckpointRow;
 impl Service {
     /// The `gc` operation: see [`GcRequest`].
     pub fn gc(&self, req: &GcRequest) -> Result<GcResponse, ApiError> {
+        if req.remote.is_some() && (req.all_workspaces || req.auto) {
+            return Err(ApiError::new(
+                ErrorKind::Usage,
+                "a remote is collected from one workspace at a time: leave out all_workspaces \
+                 and auto with remote",
+            ));
+        }
+        if req.remote.is_none() && req.grace_secs.is_some() {
+            return Err(ApiError::new(
+                ErrorKind::Usage,
+                "grace applies to a remote's collection: give remote too",
+            ));
+        }
         let ws = self.ws()?;
+        // The remote and the grace are checked before anything is collected here.
+        let remote = match &req.remote {
+            None => None,
+            Some(name) => {
+                let home = rewind_core::rewind_home()?;
+                let grace = req
+                    .grace_secs
+                    .map_or(rewind_remote::DEFAULT_GRACE, std::time::Duration::from_secs);
+                rewind_remote::check_grace(grace)?;
+                let l = rewind_remote::resolve(&home, ws, Some(name))?;
+                let remote = rewind_remote::Remote::open(l, false)?;
+                let opts = rewind_remote::RemoteGcOptions {
+                    dry_run: req.dry_run,
+                    grace,
+                };
+                Some((remote, opts))
+            }
+        };
         let opts = rewind_core::GcOptions {
             dry_run: req.dry_run,
             max_bytes: req.max_bytes,
@@ -238,7 +280,15 @@ impl Service {
                 });
             }
         }
-        Ok(GcResponse { report, workspaces })
+        let remote = match remote {
+            None => None,
+            Some((remote, opts)) => Some(rewind_remote::gc(ws, &remote, &opts)?),
+        };
+        Ok(GcResponse {
+            report,
+            workspaces,
+            remote,
+        })
     }
 
     /// Whether the workspace's state exceeds `[retention] max_bytes`: a front starts an

@@ -1,6 +1,6 @@
 //! `rewind gc`: drop old history under the retention policy and free its space.
 
-use rewind_api::{GcReport, GcRequest, Size, Span};
+use rewind_api::{GcReport, GcRequest, RemoteGcReport, Size, Span};
 
 use crate::output::emit;
 use crate::Cli;
@@ -13,6 +13,12 @@ use crate::Cli;
 /// always kept. A collected checkpoint stays in `log`, marked collected; restoring to it exits
 /// 7. Unset limits come from `[retention]` in the configuration. With an age, also removes
 /// the state of workspaces whose root no longer exists and that were idle longer than it.
+///
+/// With --remote NAME, the remote is collected too, in two phases: this workspace's history
+/// there is pushed listing only what the policy kept; objects no history in the remote
+/// references are marked; a later `gc --remote` deletes the ones marked longer ago than the
+/// grace period (--grace, default 1h) that are still unreferenced. A push running meanwhile
+/// on another machine protects what it relies on, so it never loses an object.
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -35,6 +41,14 @@ pub struct Args {
     /// runs, else do nothing (what `checkpoint` starts in the background).
     #[arg(long)]
     pub auto: bool,
+    /// Then collect this remote (its name): compact this history there, sweep old marks,
+    /// mark what nothing references.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["all_workspaces", "auto"])]
+    pub remote: Option<String>,
+    /// With --remote: how long a marked object stays before a gc may delete it (default 1h;
+    /// at least 2m).
+    #[arg(long, value_name = "DURATION", requires = "remote")]
+    pub grace: Option<Span>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
@@ -45,6 +59,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         keep: args.keep,
         all_workspaces: args.all_workspaces,
         auto: args.auto,
+        remote: args.remote.clone(),
+        grace_secs: args.grace.map(|s| s.0.as_secs()),
     })?;
     emit(cli.json, &r, |r| {
         human(&r.report);
@@ -57,6 +73,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                 (None, Some(e)) => println!("workspace {}: not collected: {e}", w.root),
                 (None, None) => {}
             }
+        }
+        if let Some(remote) = &r.remote {
+            human_remote(remote);
         }
     })?;
     Ok(0)
@@ -102,4 +121,24 @@ fn human(r: &GcReport) {
             "rewind: the state is still over the budget of {b} bytes: what is always kept (heads, pins, the current files) is larger"
         );
     }
+}
+
+fn human_remote(r: &RemoteGcReport) {
+    println!("remote {} ({}):", r.remote, r.url);
+    if let Some(p) = &r.push {
+        println!(
+            "  pushed this history: {} packs uploaded, {} no longer listed",
+            p.packs, r.packs_unlisted
+        );
+    }
+    let deleted = if r.dry_run { "would delete" } else { "deleted" };
+    println!(
+        "  {deleted} {} objects ({} bytes) of {} marks past their grace; {} kept (referenced again or protected by a push)",
+        r.deleted, r.deleted_bytes, r.marks_swept, r.kept
+    );
+    let marked = if r.dry_run { "would mark" } else { "marked" };
+    println!(
+        "  {marked} {} unreferenced objects ({} bytes): a gc after {}s deletes them if still unreferenced; {} marks pending",
+        r.marked, r.marked_bytes, r.grace_secs, r.marks_pending
+    );
 }

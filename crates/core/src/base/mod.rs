@@ -112,7 +112,7 @@ mod tests {
 }
 
 /// `2025-06-01T12:03:25Z`: a time (ns since the Unix epoch) in UTC, for messages.
-pub(crate) fn utc(ns: i64) -> String {
+pub fn utc(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

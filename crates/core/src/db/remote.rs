@@ -232,6 +232,96 @@ pub struct SegmentRecord {
     pub size: u64,
 }
 
+/// What garbage collection dropped of a history: checkpoints and epochs with the time they
+/// were collected. A manifest carries it (the op log's rows are final once exported, and
+/// being collected is not a new position), so a clone or pull refuses them as the history's
+/// own workspace does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collected {
+    /// `(id, collected_ns)` of each collected checkpoint, by id.
+    pub checkpoints: Vec<(String, i64)>,
+    /// `(id, collected_ns)` of each collected epoch, by id.
+    pub epochs: Vec<(String, i64)>,
+    /// Once anything was collected: the op-log positions of the whole-tree snapshots the
+    /// workspace still has (its gc forgets those of collected history, whose trees it drops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshots: Option<Vec<i64>>,
+}
+
+impl Collected {
+    /// Nothing was collected.
+    pub fn is_empty(&self) -> bool {
+        self.checkpoints.is_empty() && self.epochs.is_empty()
+    }
+
+    /// When checkpoint `id` was collected, if it was.
+    pub fn checkpoint(&self, id: &str) -> Option<i64> {
+        self.checkpoints
+            .binary_search_by(|(c, _)| c.as_str().cmp(id))
+            .ok()
+            .map(|i| self.checkpoints[i].1)
+    }
+}
+
+/// Every collected checkpoint and epoch of the op log.
+pub(crate) fn collected(db: &Connection) -> Result<Collected, Error> {
+    let rows = |sql: &str| -> Result<Vec<(String, i64)>, Error> {
+        let mut st = db.prepare(sql)?;
+        let out = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(out)
+    };
+    Ok(Collected {
+        checkpoints: rows(
+            "SELECT id, collected_ns FROM checkpoints WHERE collected_ns IS NOT NULL ORDER BY id",
+        )?,
+        epochs: rows(
+            "SELECT id, collected_ns FROM epochs WHERE collected_ns IS NOT NULL ORDER BY id",
+        )?,
+        snapshots: None,
+    })
+    .and_then(|mut c| {
+        if !c.is_empty() {
+            let mut st = db.prepare("SELECT DISTINCT pos FROM snapshots ORDER BY pos")?;
+            let kept = st
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<Vec<i64>, _>>()?;
+            c.snapshots = Some(kept);
+        }
+        Ok(c)
+    })
+}
+
+/// Marks the checkpoints and epochs of `c` collected (at their times) where they are not yet
+/// (rows this op log does not have are skipped), and forgets the snapshots at or before `upto`
+/// that the history's workspace no longer has.
+pub(crate) fn import_collected(db: &Connection, c: &Collected, upto: i64) -> Result<(), Error> {
+    if let Some(kept) = &c.snapshots {
+        let kept: HashSet<i64> = kept.iter().copied().collect();
+        let mut st = db.prepare("SELECT DISTINCT pos FROM snapshots WHERE pos <= ?1")?;
+        let here = st
+            .query_map([upto], |r| r.get::<_, i64>(0))?
+            .collect::<Result<Vec<i64>, _>>()?;
+        for pos in here.into_iter().filter(|p| !kept.contains(p)) {
+            db.execute("DELETE FROM snapshots WHERE pos = ?1", [pos])?;
+        }
+    }
+    let mut cp = db.prepare_cached(
+        "UPDATE checkpoints SET collected_ns = ?2 WHERE id = ?1 AND collected_ns IS NULL",
+    )?;
+    for (id, ns) in &c.checkpoints {
+        cp.execute(params![id, ns])?;
+    }
+    let mut ep = db.prepare_cached(
+        "UPDATE epochs SET collected_ns = ?2 WHERE id = ?1 AND collected_ns IS NULL",
+    )?;
+    for (id, ns) in &c.epochs {
+        ep.execute(params![id, ns])?;
+    }
+    Ok(())
+}
+
 /// Where a clone came from: a remote and the history in it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteLink {

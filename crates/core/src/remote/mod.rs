@@ -24,7 +24,7 @@ use crate::workspace::{OpenOptions, Workspace};
 use crate::worktree::copy;
 use crate::Error;
 
-pub use crate::db::remote::{RemoteLink, SegmentRecord, TableRows};
+pub use crate::db::remote::{Collected, RemoteLink, SegmentRecord, TableRows};
 
 /// The format name of an op-log segment (`docs/format.md`, Remote store).
 pub const SEGMENT_FORMAT: &str = "rewind-oplog-segment";
@@ -136,6 +136,22 @@ impl Workspace {
         })
     }
 
+    /// What garbage collection has dropped of this history (for a manifest).
+    pub fn collected(&self) -> Result<Collected, Error> {
+        db::remote::collected(&self.db())
+    }
+
+    /// Marks what a remote history's manifest says was collected as collected here too (a
+    /// clone or pull of a history its workspace collected), under the workspace lock.
+    /// `upto` is the last position the manifest's segments cover.
+    pub fn import_collected(&self, c: &Collected, upto: i64) -> Result<(), Error> {
+        if c.is_empty() {
+            return Ok(());
+        }
+        let _lock = self.lock(lock::default_wait(), "pull")?;
+        self.transaction(|| db::remote::import_collected(&self.db(), c, upto))
+    }
+
     /// The lock one push or pull of this workspace holds at a time (`remote.lock`), so two
     /// never export overlapping segments; waits at most `wait`.
     pub fn remote_lock(&self, wait: std::time::Duration) -> Result<WorkspaceLock, Error> {
@@ -221,6 +237,8 @@ pub struct CloneSource<'a> {
     pub objects: Vec<(String, u64)>,
     /// The segments as recorded in the remote.
     pub segment_records: Vec<SegmentRecord>,
+    /// What the history's workspace collected (its manifest's list).
+    pub collected: Collected,
 }
 
 /// What a clone did.
@@ -438,6 +456,7 @@ fn fill_clone(home: &Path, dest: &Path, src: &CloneSource) -> Result<Cloned, Err
     ws.import_oplog(src.segments, Some(&link))?;
     let pos = ws.transaction(|| {
         db::remote::record_objects(&ws.db(), &link.remote, &src.objects)?;
+        db::remote::import_collected(&ws.db(), &src.collected, link.pulled_pos)?;
         for s in &src.segment_records {
             db::remote::record_segment(&ws.db(), &link.remote, s)?;
         }
