@@ -121,7 +121,12 @@ fn download_pack(remote: &Remote, name: &str, size: u64, dest: &Path) -> Result<
             reason: format!("{} bytes, the manifest says {size}", bytes.len()),
         });
     }
-    rewind_store::write_durable(dest, &bytes)?;
+    // Not flushed here: `import_pack` makes it durable once it has verified it.
+    std::fs::write(dest, &bytes).map_err(|e| rewind_core::Error::Io {
+        op: "writing",
+        path: dest.to_path_buf(),
+        source: e,
+    })?;
     Ok(())
 }
 
@@ -230,6 +235,7 @@ pub fn clone(
         }
     };
     let (ckpt_id, tree) = ckpt;
+    rewind_core::trace::phase("clone: manifests and segments read");
     if let Some(ns) = manifest.collected.checkpoint(&ckpt_id) {
         return Err(Error::Core(rewind_core::Error::Unavailable(format!(
             "checkpoint {ckpt_id} was collected by garbage collection at {} (ns since the Unix \
@@ -292,6 +298,7 @@ pub fn clone(
         objects.push((obj, tail.len() as u64));
         objects.push((layout::pack_object(&p.name), p.size));
     }
+    rewind_core::trace::phase("clone: pack indexes read");
     let mut fetched = Fetched::default();
     let mut fetch = |id: &ObjectId| -> Result<()> {
         if store.has(id)? {
@@ -315,6 +322,7 @@ pub fn clone(
         Ok(())
     };
     walk(&store, &tree, &mut fetch, remote)?;
+    rewind_core::trace::phase("clone: packs fetched and verified");
     let link = RemoteLink {
         remote: remote.location.key(),
         name: remote.location.name.clone(),

@@ -35,7 +35,7 @@ mod writer;
 pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
-pub use transfer::{pack_tail_ids, write_durable, PackFile};
+pub use transfer::{pack_tail_ids, PackFile};
 pub use tree::{valid_name, EntryKind, Tree, TreeEntry};
 pub use writer::Writer;
 

@@ -14,7 +14,7 @@
 //!   The caller holds whatever lock keeps garbage collection away.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -143,15 +143,35 @@ impl Store {
             })?;
             let entries = pack::read_trailer(&file)
                 .map_err(|reason| Error::Format(format!("pack {name}: {reason}")))?;
-            for e in &entries {
-                if let Err(err) = pack::read_object(&file, e) {
-                    return Err(Error::Corrupt {
-                        id: e.id,
-                        pack: name.to_string(),
-                        reason: err.reason(),
-                    });
-                }
-            }
+            // Every object read back and checked against its id (decompressed and hashed:
+            // the cost of an import), on every core: a clone waits for it.
+            let threads = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(entries.len().max(1));
+            let per = entries.len().div_ceil(threads).max(1);
+            std::thread::scope(|s| {
+                let checks: Vec<_> = entries
+                    .chunks(per)
+                    .map(|chunk| {
+                        let file = &file;
+                        s.spawn(move || {
+                            for e in chunk {
+                                if let Err(err) = pack::read_object(file, e) {
+                                    return Err(Error::Corrupt {
+                                        id: e.id,
+                                        pack: name.to_string(),
+                                        reason: err.reason(),
+                                    });
+                                }
+                            }
+                            Ok(())
+                        })
+                    })
+                    .collect();
+                checks
+                    .into_iter()
+                    .try_for_each(|h| h.join().expect("a pack check panicked"))
+            })?;
             file.sync_data().map_err(|source| Error::Io {
                 op: "fsync downloaded pack",
                 path: src.to_owned(),
@@ -223,21 +243,4 @@ impl Store {
         self.finish_sweep(plan, &|| {})?;
         Ok(moved)
     }
-}
-
-/// Writes `bytes` to a new file at `path` and makes it durable (for downloads into a store's
-/// `tmp/`, before [`Store::import_pack`]).
-pub fn write_durable(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = File::create(path).map_err(|source| Error::Io {
-        op: "create",
-        path: path.to_owned(),
-        source,
-    })?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_data())
-        .map_err(|source| Error::Io {
-            op: "write",
-            path: path.to_owned(),
-            source,
-        })
 }

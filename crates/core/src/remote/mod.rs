@@ -430,6 +430,7 @@ pub fn clone_into(home: &Path, dest: &Path, src: CloneSource) -> Result<Cloned, 
 
 fn fill_clone(home: &Path, dest: &Path, src: &CloneSource) -> Result<Cloned, Error> {
     let mut made = copy::materialise(src.store, src.tree, None, dest)?;
+    crate::trace::phase("clone: tree written");
     crate::base::failpoint::hit("clone-after-materialise");
     let open = OpenOptions {
         force: false,
@@ -448,6 +449,7 @@ fn fill_clone(home: &Path, dest: &Path, src: &CloneSource) -> Result<Cloned, Err
         crate::worktree::link_packs(src.packs_dir, &ws.state_dir().join("packs"))?;
     }
     drop(ws);
+    crate::trace::phase("clone: registered, store index and packs taken in");
     // Reopened: the store reads the index it now has.
     let ws = Workspace::open(dest, &open)?;
     let mut link = src.link.clone();
@@ -464,8 +466,10 @@ fn fill_clone(home: &Path, dest: &Path, src: &CloneSource) -> Result<Cloned, Err
         db::snapshots::insert(&ws.db(), &src.tree, now_ns(), "clone", pos)?;
         Ok(pos)
     })?;
+    crate::trace::phase("clone: history imported");
     made.state.pos = pos;
     made.state.save(&ws.state_path())?;
+    crate::trace::phase("clone: stat cache saved");
     Ok(Cloned {
         id: ws.id().to_string(),
         root: dest.display().to_string(),

@@ -111,16 +111,31 @@ fn clone_or_copy(src: &mut File, dst: &mut File) -> io::Result<bool> {
 
 /// Writes `tree` (of `store`) into the empty directory `dest`, content from `source` where
 /// given (else from the store), and returns the copy's stat cache.
+///
+/// Entries are written in parallel (rayon), each directory's before the directory's own mode
+/// is set (a read-only directory is made read-only last); the copy's stat cache lists each
+/// directory's entries in the tree's order whatever order they were written in.
 pub(crate) fn materialise(
     store: &Store,
     tree: ObjectId,
     source: Option<&Source>,
     dest: &Path,
 ) -> Result<Materialised, Error> {
-    let mut out = Materialised::default();
+    let mut out = copy_dir(store, tree, b"", source, dest)?;
     out.state.root = tree;
-    copy_dir(store, tree, b"", source, dest, &mut out)?;
     Ok(out)
+}
+
+impl Materialised {
+    /// Adds what another part of the same copy did.
+    fn absorb(&mut self, part: Materialised) {
+        self.files += part.files;
+        self.bytes += part.bytes;
+        self.reflinked += part.reflinked;
+        self.uncached += part.uncached;
+        self.skipped.extend(part.skipped);
+        self.state.dirs.extend(part.state.dirs);
+    }
 }
 
 fn copy_dir(
@@ -129,74 +144,96 @@ fn copy_dir(
     dir: &[u8],
     source: Option<&Source>,
     dest: &Path,
-    out: &mut Materialised,
-) -> Result<(), Error> {
+) -> Result<Materialised, Error> {
+    use rayon::prelude::*;
     let entries = if tree.is_zero() {
         Vec::new()
     } else {
         store.read_tree(&tree)?.into_entries()
     };
-    let mut cached = Vec::with_capacity(entries.len());
-    for e in entries {
-        let rel = relpath::join(dir, &e.name);
-        let path = dest_path(dest, &rel);
-        match e.kind {
-            EntryKind::Dir => {
-                std::fs::DirBuilder::new()
-                    .mode(0o700)
-                    .create(&path)
-                    .map_err(Error::io("creating", &path))?;
-                copy_dir(store, e.id, &rel, source, dest, out)?;
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(e.mode))
-                    .map_err(Error::io("setting the mode of", &path))?;
-                let m = std::fs::symlink_metadata(&path).map_err(Error::io("inspecting", &path))?;
-                cached.push(stat_entry(&e.name, e.kind, e.mode, e.id, &m));
-            }
-            EntryKind::Symlink => {
-                let mut target = Vec::with_capacity(e.size as usize);
-                store.read_content(&e.id, &mut target)?;
-                std::os::unix::fs::symlink(OsStr::from_bytes(&target), &path)
-                    .map_err(Error::io("creating", &path))?;
-                let m = std::fs::symlink_metadata(&path).map_err(Error::io("inspecting", &path))?;
-                cached.push(stat_entry(&e.name, e.kind, e.mode, e.id, &m));
-            }
-            EntryKind::File => {
-                let (m, trusted) = copy_file(store, &rel, &e, source, &path, out)?;
-                let mut s = stat_entry(&e.name, e.kind, e.mode, e.id, &m);
-                if !trusted {
-                    // Hashed again by the worktree's first capture.
-                    s.mtime_ns = -1;
-                }
-                cached.push(s);
-            }
-            EntryKind::Uncovered => {
-                // Content never captured: copied as it is on disk where there is a source,
-                // and left to the worktree's first capture (uncovered there too).
-                let Some(src) = source else {
-                    out.skipped
-                        .push((rel, "its content was never captured".into()));
-                    continue;
-                };
-                match src.root.open_read(&rel) {
-                    Ok(mut f) if f.metadata().is_ok_and(|m| m.is_file()) => {
-                        let mut d = create_new(&path).map_err(Error::io("creating", &path))?;
-                        if clone_or_copy(&mut f, &mut d).map_err(Error::io("copying", &path))? {
-                            out.reflinked += 1;
-                        }
-                        let mode = f.metadata().map(|m| m.mode() & 0o7777).unwrap_or(0o600);
-                        d.set_permissions(std::fs::Permissions::from_mode(mode))
-                            .map_err(Error::io("setting the mode of", &path))?;
-                        out.uncached += 1;
-                    }
-                    _ => out
-                        .skipped
-                        .push((rel, "its content was never captured and it is gone".into())),
-                }
-            }
-        }
+    let parts: Vec<Result<(Option<StatEntry>, Materialised), Error>> = entries
+        .into_par_iter()
+        .map(|e| copy_entry(store, e, dir, source, dest))
+        .collect();
+    let mut out = Materialised::default();
+    let mut cached = Vec::with_capacity(parts.len());
+    for part in parts {
+        let (entry, part) = part?;
+        cached.extend(entry);
+        out.absorb(part);
     }
     out.state.dirs.insert(dir.to_vec(), cached);
-    Ok(())
+    Ok(out)
+}
+
+/// Writes one entry of directory `dir` (a subdirectory with everything in it); returns its
+/// stat-cache entry, if it has one, and what it wrote.
+fn copy_entry(
+    store: &Store,
+    e: rewind_store::TreeEntry,
+    dir: &[u8],
+    source: Option<&Source>,
+    dest: &Path,
+) -> Result<(Option<StatEntry>, Materialised), Error> {
+    let mut out = Materialised::default();
+    let rel = relpath::join(dir, &e.name);
+    let path = dest_path(dest, &rel);
+    let cached = match e.kind {
+        EntryKind::Dir => {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&path)
+                .map_err(Error::io("creating", &path))?;
+            out = copy_dir(store, e.id, &rel, source, dest)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(e.mode))
+                .map_err(Error::io("setting the mode of", &path))?;
+            let m = std::fs::symlink_metadata(&path).map_err(Error::io("inspecting", &path))?;
+            Some(stat_entry(&e.name, e.kind, e.mode, e.id, &m))
+        }
+        EntryKind::Symlink => {
+            let mut target = Vec::with_capacity(e.size as usize);
+            store.read_content(&e.id, &mut target)?;
+            std::os::unix::fs::symlink(OsStr::from_bytes(&target), &path)
+                .map_err(Error::io("creating", &path))?;
+            let m = std::fs::symlink_metadata(&path).map_err(Error::io("inspecting", &path))?;
+            Some(stat_entry(&e.name, e.kind, e.mode, e.id, &m))
+        }
+        EntryKind::File => {
+            let (m, trusted) = copy_file(store, &rel, &e, source, &path, &mut out)?;
+            let mut s = stat_entry(&e.name, e.kind, e.mode, e.id, &m);
+            if !trusted {
+                // Hashed again by the worktree's first capture.
+                s.mtime_ns = -1;
+            }
+            Some(s)
+        }
+        EntryKind::Uncovered => {
+            // Content never captured: copied as it is on disk where there is a source,
+            // and left to the worktree's first capture (uncovered there too).
+            let Some(src) = source else {
+                out.skipped
+                    .push((rel, "its content was never captured".into()));
+                return Ok((None, out));
+            };
+            match src.root.open_read(&rel) {
+                Ok(mut f) if f.metadata().is_ok_and(|m| m.is_file()) => {
+                    let mut d = create_new(&path).map_err(Error::io("creating", &path))?;
+                    if clone_or_copy(&mut f, &mut d).map_err(Error::io("copying", &path))? {
+                        out.reflinked += 1;
+                    }
+                    let mode = f.metadata().map(|m| m.mode() & 0o7777).unwrap_or(0o600);
+                    d.set_permissions(std::fs::Permissions::from_mode(mode))
+                        .map_err(Error::io("setting the mode of", &path))?;
+                    out.uncached += 1;
+                }
+                _ => out
+                    .skipped
+                    .push((rel, "its content was never captured and it is gone".into())),
+            }
+            None
+        }
+    };
+    Ok((cached, out))
 }
 
 /// Copies one regular file; returns the copy's metadata and whether its content is the
