@@ -373,10 +373,13 @@ fn sweep(remote: &Remote, opts: &RemoteGcOptions, report: &mut RemoteGcReport) -
                 report.deleted_bytes += o.size;
             }
             if !opts.dry_run {
+                // The mark first: killed in between, its vetoes are orphans (deleted after
+                // the grace); the other way round, the next sweep would find the mark
+                // without the vetoes that protect some of its objects.
+                remote.delete(&m.name)?;
                 for (name, _) in &m.vetoes {
                     remote.delete(name)?;
                 }
-                remote.delete(&m.name)?;
             }
             report.marks_swept += 1;
         }
