@@ -3,7 +3,7 @@
 //! stored hold nothing of the tree (contents, names, a secret marker, ids); no key, another key,
 //! or an encryption that does not match the remote's is refused before anything is read or
 //! written; a flipped byte in a sealed pack is exit 7 naming it; the key appears in no output,
-//! argument, configuration or state file.
+//! argument, configuration or state file; remote gc works on it, its marks sealed too.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -453,8 +453,79 @@ fn a_flipped_byte_in_an_encrypted_pack_is_exit_7_and_nothing_written(target: Tar
     assert_eq!(roots, 0, "no workspace registered");
 }
 
+/// Remote gc on an encrypted remote: its marks are sealed like every other object, what the
+/// policy dropped goes after the grace period, and the head still clones with the key.
+fn remote_gc_works_on_an_encrypted_remote(target: Target) {
+    let env = Env::new();
+    let (mut trees, key, _hex) = encrypted(&env, &target);
+    let gc_run = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let mut c = env.cmd(&all);
+        target.apply(&mut c);
+        let o = c
+            .env("REWIND_REMOTE_GC_WINDOW_MS", "1000")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    gc_run(&["push"]);
+    for i in 0..2 {
+        write(env.root(), "churn.bin", &noise(200 + i, 2 << 20));
+        trees.push((
+            checkpoint(&env, "default", &format!("churn {i}")),
+            read_tree(env.root()),
+        ));
+        gc_run(&["push"]);
+    }
+    let gc = [
+        "gc",
+        "--remote",
+        "origin",
+        "--grace",
+        "2s",
+        "--keep",
+        "1",
+        "--max-age",
+        "1s",
+    ];
+    let past_grace = std::time::Duration::from_millis(2200);
+    std::thread::sleep(past_grace);
+    let first = gc_run(&gc)["remote"].clone();
+    assert!(first["marked"].as_u64().unwrap() >= 1, "{first}");
+    let mark = first["mark"]
+        .as_str()
+        .expect("a mark was written")
+        .to_string();
+    if let Some(dir) = &target.dir {
+        let b = std::fs::read(dir.join(&mark)).unwrap();
+        assert!(b.starts_with(b"RWSEAL\0\x01"), "the mark is sealed");
+        assert!(!contains(&b, b"rewind-gc-mark"), "nothing of it readable");
+    }
+    std::thread::sleep(past_grace);
+    let second = gc_run(&gc)["remote"].clone();
+    assert!(second["deleted"].as_u64().unwrap() >= 1, "{second}");
+    let (_k, key2) = copy_key(&key);
+    let home = tempfile::tempdir().unwrap();
+    let (_t, dir) = clone_dir();
+    let o = target
+        .clone_cmd(
+            home.path(),
+            &dir,
+            &["--key-file", &key2.display().to_string()],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "clone: {}", text(&o));
+    assert_eq!(&read_tree(&dir), &trees.last().unwrap().1);
+    let o = in_clone(home.path(), &dir, &target, &["fsck"]);
+    assert_eq!(o.status.code(), Some(0), "fsck: {}", text(&o));
+}
+
 on_both_remotes!(
     encrypted_push_clone_restore_and_nothing_leaks,
+    remote_gc_works_on_an_encrypted_remote,
     a_missing_or_wrong_key_is_refused_and_changes_nothing,
     an_encrypting_configuration_refuses_a_plain_remote,
     a_flipped_byte_in_an_encrypted_pack_is_exit_7_and_nothing_written,
