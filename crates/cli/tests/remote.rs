@@ -885,3 +885,6 @@ fn credentials_never_leak_s3() {
         }
     }
 }
+
+/// The same scenarios' kin for encrypted remotes (declared after the macro, which it uses).
+mod encryption;

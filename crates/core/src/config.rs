@@ -92,6 +92,9 @@ pub struct RemoteConfig {
     pub session_token: Option<Secret>,
     /// Allow plain HTTP to the endpoint (else `AWS_ALLOW_HTTP`; an `http://` endpoint implies it).
     pub allow_http: Option<bool>,
+    /// The key file of an encrypted remote (relative to the state directory unless absolute):
+    /// its objects are sealed with the key in it. Only the path is here, never the key.
+    pub key_file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for RemoteConfig {
@@ -107,6 +110,7 @@ impl std::fmt::Debug for RemoteConfig {
             .field("secret_access_key", &self.secret_access_key)
             .field("session_token", &self.session_token)
             .field("allow_http", &self.allow_http)
+            .field("key_file", &self.key_file)
             .finish()
     }
 }

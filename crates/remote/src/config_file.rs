@@ -14,6 +14,10 @@
 //!   hand.
 //! - Credentials are never written by these commands; `list` says where they come from, never
 //!   what they are.
+//! - An encrypted remote's section names its key file (`key_file`), never the key. `add
+//!   --encrypt` generates the key into `keys/NAME.key` of the state directory before the
+//!   section is written (and removes it again if the section cannot be); `remove` leaves the key
+//!   file alone (it may be the only copy of the key of a remote that still holds data).
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +43,17 @@ pub struct RemoteInfo {
     pub source: String,
     /// Where its credentials come from: `config`, `environment`, `none`, or `-` (a directory).
     pub credentials: String,
+    /// For an encrypted remote: the file its key is read from (the path; never the key).
+    pub key_file: Option<String>,
+}
+
+/// What [`add`] did.
+#[derive(Clone, Debug)]
+pub struct Added {
+    /// The configuration file written.
+    pub config: PathBuf,
+    /// The key file generated for the remote (`--encrypt`), if one was.
+    pub key_generated: Option<PathBuf>,
 }
 
 fn config_path(home: &Path) -> PathBuf {
@@ -68,9 +83,18 @@ fn parse(path: &Path, text: &str) -> Result<toml::Table> {
     })
 }
 
-/// The remotes of the user's configuration.
+/// The remotes of the user's configuration, their key files' paths made absolute (a relative
+/// one is relative to the state directory `home`).
 pub fn configured(home: &Path) -> Result<std::collections::BTreeMap<String, RemoteConfig>> {
-    Ok(rewind_core::Config::load(home, None)?.remote.remotes)
+    let mut remotes = rewind_core::Config::load(home, None)?.remote.remotes;
+    for c in remotes.values_mut() {
+        if let Some(k) = &mut c.key_file {
+            if k.is_relative() {
+                *k = home.join(&*k);
+            }
+        }
+    }
+    Ok(remotes)
 }
 
 /// Checks a remote name: letters, digits, `-`, `_`, `.`, not starting with `.` or `-`.
@@ -121,8 +145,10 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Adds `[remote.NAME]` to the user's `config.toml`. Refused if the name is taken.
-pub fn add(home: &Path, location: &Location) -> Result<PathBuf> {
+/// Adds `[remote.NAME]` to the user's `config.toml`. Refused if the name is taken. An
+/// encrypted remote: `location`'s key file (absolute; checked here), or a new key generated into
+/// `keys/NAME.key` of `home` when `generate_key` (and `location` has none).
+pub fn add(home: &Path, location: &Location, generate_key: bool) -> Result<Added> {
     check_name(&location.name)?;
     let path = config_path(home);
     let text = read_text(&path)?;
@@ -147,6 +173,38 @@ pub fn add(home: &Path, location: &Location) -> Result<PathBuf> {
     if let Some(r) = &location.region {
         section.push_str(&format!("region = {}\n", quote(r)));
     }
+    // What `key_file` says: a key file given (checked: it must hold a key, the user's alone), or
+    // the one to generate, relative to the state directory.
+    let key_file: Option<String> =
+        match (&location.key_file, generate_key) {
+            (Some(_), true) => {
+                return Err(Error::Usage(
+                    "a key is either generated (--encrypt) or given (--key-file), not both".into(),
+                ))
+            }
+            (Some(path), false) => {
+                crate::key::load(path)?;
+                Some(path.to_str().map(str::to_string).ok_or_else(|| {
+                    Error::Usage(format!("{} is not a UTF-8 path", path.display()))
+                })?)
+            }
+            (None, true) => {
+                let rel = crate::key::default_key_file(&location.name);
+                if home.join(&rel).symlink_metadata().is_ok() {
+                    return Err(Error::Usage(format!(
+                        "{} exists already (the key of a remote removed earlier?); it is never \
+                     overwritten: use it with --key-file {}, or move it away first",
+                        home.join(&rel).display(),
+                        home.join(&rel).display()
+                    )));
+                }
+                Some(rel.to_string_lossy().into_owned())
+            }
+            (None, false) => None,
+        };
+    if let Some(k) = &key_file {
+        section.push_str(&format!("key_file = {}\n", quote(k)));
+    }
     let mut new_text = text.clone();
     if !new_text.is_empty() && !new_text.ends_with('\n') {
         new_text.push('\n');
@@ -165,6 +223,9 @@ pub fn add(home: &Path, location: &Location) -> Result<PathBuf> {
     if let Some(r) = &location.region {
         entry.insert("region".into(), r.clone().into());
     }
+    if let Some(k) = &key_file {
+        entry.insert("key_file".into(), k.clone().into());
+    }
     match remote_table {
         toml::Value::Table(t) => {
             t.insert(location.name.clone(), toml::Value::Table(entry));
@@ -174,8 +235,25 @@ pub fn add(home: &Path, location: &Location) -> Result<PathBuf> {
     if after != expected {
         return Err(by_hand(&path));
     }
-    write_atomic(&path, &new_text)?;
-    Ok(path)
+    let generated = match (generate_key, &key_file) {
+        (true, Some(rel)) => {
+            let p = home.join(rel);
+            crate::key::generate(&p)?;
+            Some(p)
+        }
+        _ => None,
+    };
+    if let Err(e) = write_atomic(&path, &new_text) {
+        // The key was never used: nothing can be sealed with it yet.
+        if let Some(p) = &generated {
+            let _ = std::fs::remove_file(p);
+        }
+        return Err(e);
+    }
+    Ok(Added {
+        config: path,
+        key_generated: generated,
+    })
 }
 
 fn by_hand(path: &Path) -> Error {
@@ -186,8 +264,9 @@ fn by_hand(path: &Path) -> Error {
     ))
 }
 
-/// Removes `[remote.NAME]` from the user's `config.toml`; returns its URL.
-pub fn remove(home: &Path, name: &str) -> Result<String> {
+/// Removes `[remote.NAME]` from the user's `config.toml`; returns its URL and its key file
+/// (which stays where it is).
+pub fn remove(home: &Path, name: &str) -> Result<(String, Option<PathBuf>)> {
     check_name(name)?;
     let path = config_path(home);
     let text = read_text(&path)?;
@@ -244,6 +323,7 @@ pub fn remove(home: &Path, name: &str) -> Result<String> {
     if norm(after) != norm(expected) {
         return Err(by_hand(&path));
     }
+    let key_file = configured(home)?.remove(name).and_then(|c| c.key_file);
     write_atomic(&path, &out)?;
-    Ok(url)
+    Ok((url, key_file))
 }

@@ -2,7 +2,8 @@
 //!
 //! Invariants:
 //! - Everything is verified before it is used: segments by size and hash, pack tails by their
-//!   checksum, packs whole (every object's id) before they are indexed. Damage is an error
+//!   checksum, packs whole (every object's id) before they are indexed; in an encrypted remote
+//!   every object is first authenticated as it is opened (the transport). Damage is an error
 //!   naming the remote object (exit 7).
 //! - A clone fetches the packs of the tree it materialises, into a staging store under the
 //!   state directory (`$REWIND_HOME/tmp/clone-*`), and writes into its directory only once
@@ -332,6 +333,12 @@ pub fn clone(
         history: manifest.history.clone(),
         pulled_pos: 0,
         pulled_ns: 0,
+        // So a pull in the clone finds the key (its path; never the key).
+        key_file: remote
+            .location
+            .key_file
+            .as_ref()
+            .map(|p| p.display().to_string()),
     };
     for s in &manifest.segments {
         objects.push((layout::segment_object(&s.name), s.size));

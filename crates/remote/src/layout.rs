@@ -8,13 +8,22 @@
 //! <prefix>/oplog/<xx>/<blake3>.seg                   an op-log segment (zstd JSON)
 //! <prefix>/histories/<id>/manifests/<ns>-<rand>.json one per push
 //! ```
+//!
+//! In an encrypted remote every object but `config` is stored sealed (the transport seals and
+//! opens them; `seal`), and a segment's name is its keyed BLAKE3. `config` says whether the
+//! remote is encrypted and carries the key check: [`read_config`] refuses, before anything
+//! else is read or written, a remote whose encryption the connection here does not match (no
+//! key for an encrypted remote, another key, a key for a plain one).
 
 use rewind_core::{Collected, OplogSegment, SegmentRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::seal;
 use crate::transport::Remote;
 
+/// The name of the `config` object (the one object never sealed).
+pub const CONFIG: &str = "config";
 /// The `config` object's format name.
 pub const REMOTE_FORMAT: &str = "rewind-remote";
 /// The remote format version this binary writes and reads.
@@ -34,10 +43,20 @@ pub struct RemoteConfigObject {
     pub format: String,
     /// [`REMOTE_VERSION`].
     pub version: u32,
-    /// Client-side encryption of packs and segments: `null` (none) in this version; a later
-    /// version names the scheme and its key parameters here, and a reader that does not know
-    /// it refuses the remote.
+    /// Client-side encryption of every other object: `null` (none), or
+    /// `{"scheme": "xchacha20poly1305-stream-1m", "key_check": …}` ([`Encryption`]). A reader
+    /// that does not know the scheme refuses the remote.
     pub encryption: Option<serde_json::Value>,
+}
+
+/// The `encryption` of an encrypted remote's `config` object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Encryption {
+    /// [`seal::SCHEME`].
+    pub scheme: String,
+    /// A value derived from the master key (`seal::Keys::key_check`), never the key: a key
+    /// that does not give it is not this remote's.
+    pub key_check: String,
 }
 
 /// A pack a history needs, as its manifest lists it.
@@ -98,7 +117,8 @@ pub fn index_object(name: &str) -> String {
     format!("index/{}/{name}.idx", &name[..2])
 }
 
-/// The name of the segment whose bytes hash to `hash` (hex).
+/// The name of the segment whose bytes hash to `hash` (hex; keyed in an encrypted remote:
+/// [`Remote::content_name`]).
 pub fn segment_object(hash: &str) -> String {
     format!("oplog/{}/{hash}.seg", &hash[..2])
 }
@@ -144,43 +164,99 @@ pub fn encode_segment(s: &OplogSegment) -> Result<Vec<u8>> {
 }
 
 /// Reads and checks the `config` object; `Ok(None)` if the remote has none (nothing pushed).
+/// Refuses a remote this rewind cannot use, and one whose encryption the connection does not
+/// match (see the module's doc): then nothing else was read or written.
 pub fn read_config(remote: &Remote) -> Result<Option<RemoteConfigObject>> {
-    let Some(bytes) = remote.get("config")? else {
+    let Some(bytes) = remote.get(CONFIG)? else {
         return Ok(None);
     };
-    let c: RemoteConfigObject = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+    let corrupt = |reason: String| Error::Corrupt {
         remote: remote.url().to_string(),
-        object: "config".into(),
-        reason: e.to_string(),
-    })?;
-    if c.format != REMOTE_FORMAT || c.version != REMOTE_VERSION || c.encryption.is_some() {
+        object: CONFIG.into(),
+        reason,
+    };
+    let c: RemoteConfigObject =
+        serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    let encryption = match &c.encryption {
+        None => None,
+        Some(v) => match serde_json::from_value::<Encryption>(v.clone()) {
+            Ok(e) if e.scheme == seal::SCHEME => Some(e),
+            _ => {
+                return Err(Error::State(format!(
+                    "the remote {} is encrypted with a scheme this rewind does not know ({}); \
+                     upgrade rewind",
+                    remote.url(),
+                    v.get("scheme").and_then(|s| s.as_str()).unwrap_or("?")
+                )))
+            }
+        },
+    };
+    if c.format != REMOTE_FORMAT || c.version != REMOTE_VERSION {
         return Err(Error::State(format!(
-            "the remote {} has format {} version {}{}, which this rewind cannot use; upgrade rewind",
+            "the remote {} has format {} version {}, which this rewind cannot use; upgrade rewind",
             remote.url(),
             c.format,
             c.version,
-            if c.encryption.is_some() { " with encryption" } else { "" }
         )));
     }
+    check_encryption(remote, encryption.as_ref())?;
     Ok(Some(c))
 }
 
-/// Makes sure the remote has its `config` object (a push's first step).
+/// Whether this connection to `remote` (its key file, or none) matches the remote's
+/// `encryption`; else an error saying what to do.
+fn check_encryption(remote: &Remote, encryption: Option<&Encryption>) -> Result<()> {
+    let url = remote.url();
+    let name = &remote.location.name;
+    let key_file = remote.location.key_file.as_deref();
+    match (encryption, remote.keys()) {
+        (None, None) => Ok(()),
+        (Some(e), Some(k)) if e.key_check == k.key_check() => Ok(()),
+        (Some(_), Some(_)) => Err(Error::State(format!(
+            "the key in {} is not the key of the remote {url} (the remote's key check differs); \
+             nothing was read or written: give the key file this remote was encrypted with",
+            key_file.map_or_else(|| "?".into(), |p| p.display().to_string())
+        ))),
+        (Some(_), None) => Err(Error::State(format!(
+            "the remote {url} is encrypted and no key file is given for it here; nothing was \
+             read or written: clone with --key-file PATH, or add the remote with its key \
+             (rewind remote add {name} {url} --key-file PATH)"
+        ))),
+        (None, Some(_)) => Err(Error::State(format!(
+            "the remote {url} is not encrypted, but a key file ({}) is given for it here; \
+             nothing was read or written: an encrypted history goes to a new remote (another \
+             prefix or directory); to use this one unencrypted, leave the key file out (remove \
+             key_file from [remote.{name}] in config.toml)",
+            key_file.map_or_else(|| "?".into(), |p| p.display().to_string())
+        ))),
+    }
+}
+
+/// Makes sure the remote has its `config` object (a push's first step): encrypted when this
+/// connection has a key. Refuses (before anything is uploaded) a remote whose encryption does
+/// not match.
 pub fn ensure_config(remote: &Remote) -> Result<()> {
     if read_config(remote)?.is_some() {
         return Ok(());
     }
+    let encryption = remote.keys().map(|k| {
+        serde_json::to_value(Encryption {
+            scheme: seal::SCHEME.into(),
+            key_check: k.key_check().to_string(),
+        })
+        .expect("serialisable")
+    });
     let c = RemoteConfigObject {
         format: REMOTE_FORMAT.into(),
         version: REMOTE_VERSION,
-        encryption: None,
+        encryption,
     };
     let bytes = serde_json::to_vec_pretty(&c).map_err(|e| Error::State(e.to_string()))?;
-    remote.create("config", bytes)?;
-    // Whoever won a race wrote the same thing; read what is there.
+    remote.create(CONFIG, bytes)?;
+    // Whoever won a race wrote it; read what is there (and refuse it if it does not match).
     read_config(remote)?.ok_or_else(|| Error::Missing {
         remote: remote.url().to_string(),
-        object: "config".into(),
+        object: CONFIG.into(),
         what: "it was just written and cannot be read back".into(),
     })?;
     Ok(())
@@ -225,7 +301,8 @@ pub fn newest_manifest(remote: &Remote, history: &str) -> Result<Option<(String,
     Ok(best)
 }
 
-/// Downloads segment `s` and checks its size, hash and content (`history`'s, format).
+/// Downloads segment `s` (opened, in an encrypted remote) and checks its size, hash and content
+/// (`history`'s, format).
 pub fn fetch_segment(remote: &Remote, s: &SegmentRecord) -> Result<OplogSegment> {
     let name = segment_object(&s.name);
     let bytes = remote.get(&name)?.ok_or_else(|| Error::Missing {
@@ -245,7 +322,7 @@ pub fn fetch_segment(remote: &Remote, s: &SegmentRecord) -> Result<OplogSegment>
             s.size
         )));
     }
-    if blake3::hash(&bytes).to_hex().as_str() != s.name {
+    if remote.content_name(&bytes) != s.name {
         return Err(corrupt("its content does not match its name (hash)".into()));
     }
     let json = zstd::decode_all(&bytes[..]).map_err(|e| corrupt(e.to_string()))?;

@@ -10,8 +10,14 @@
 //! client and TLS): nothing below it pays for them. `object_store` is async; a small runtime
 //! of this crate's own makes every call here blocking.
 //!
+//! A remote may be encrypted (`docs/format.md`, Remote store, Encryption): every object but
+//! `config` sealed client-side (`seal`, XChaCha20-Poly1305 in the STREAM construction) with a
+//! key kept in a key file outside the remote (`key`); the transport seals and opens, so the
+//! rest of the crate is the same for both kinds.
+//!
 //! Invariants every module keeps: credentials come from the environment or the user's
 //! `config.toml` and go nowhere but the client (never into messages, tables or the op log);
+//! so does an encrypted remote's key, of which only the key file's path is ever passed on;
 //! nothing in a remote is ever overwritten; a missing or damaged remote object is an error
 //! naming it, found before anything is written.
 
@@ -19,12 +25,14 @@ mod config_file;
 mod error;
 mod fetch;
 mod gc;
+mod key;
 mod layout;
 mod location;
 mod push;
+mod seal;
 mod transport;
 
-pub use config_file::{add, check_name, configured, remove, RemoteInfo};
+pub use config_file::{add, check_name, configured, remove, Added, RemoteInfo};
 pub use error::{Error, Result};
 pub use fetch::{clone, pull, CloneReport, PullReport};
 pub use gc::{
@@ -50,6 +58,7 @@ pub fn list(home: &Path, ws: Option<&rewind_core::Workspace>) -> Result<Vec<Remo
             region: c.region.clone(),
             source: "config".into(),
             credentials: l.credentials_source().into(),
+            key_file: c.key_file.as_ref().map(|p| p.display().to_string()),
         });
     }
     if let Some(ws) = ws {
@@ -70,6 +79,7 @@ pub fn list(home: &Path, ws: Option<&rewind_core::Workspace>) -> Result<Vec<Remo
                 region: link.region.clone(),
                 source: "clone".into(),
                 credentials: l.credentials_source().into(),
+                key_file: link.key_file.clone(),
             });
         }
     }
@@ -110,7 +120,10 @@ pub fn resolve(home: &Path, ws: &rewind_core::Workspace, name: Option<&str>) -> 
         return Location::from_config(&pick, c);
     }
     if let Some(l) = links.iter().find(|l| l.name == pick) {
-        return Location::new(&l.name, &l.url, l.endpoint.as_deref(), l.region.as_deref());
+        return Ok(
+            Location::new(&l.name, &l.url, l.endpoint.as_deref(), l.region.as_deref())?
+                .with_key_file(l.key_file.as_ref().map(std::path::PathBuf::from)),
+        );
     }
     Err(Error::Unknown(format!(
         "no remote named {pick}; `rewind remote list` shows them, `rewind remote add` adds one"

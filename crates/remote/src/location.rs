@@ -114,6 +114,9 @@ pub struct Location {
     pub endpoint: Option<String>,
     /// The S3 region.
     pub region: Option<String>,
+    /// The key file of an encrypted remote (an absolute path): its objects are sealed with the
+    /// key in it (`seal`). Only the path; the key is read when the remote is opened.
+    pub key_file: Option<std::path::PathBuf>,
     /// The rest of the configuration section (credentials), if it came from `config.toml`.
     config: Option<RemoteConfig>,
 }
@@ -146,15 +149,24 @@ impl Location {
             parsed,
             endpoint: endpoint.map(str::to_string),
             region: region.map(str::to_string),
+            key_file: None,
             config: None,
         })
     }
 
-    /// The location of a `[remote.NAME]` section.
+    /// The location of a `[remote.NAME]` section (as [`crate::configured`] returns it: its key
+    /// file's path absolute).
     pub fn from_config(name: &str, c: &RemoteConfig) -> Result<Location> {
         let mut l = Location::new(name, &c.url, c.endpoint.as_deref(), c.region.as_deref())?;
+        l.key_file = c.key_file.clone();
         l.config = Some(c.clone());
         Ok(l)
+    }
+
+    /// The same location with the key file `path` (an encrypted remote), or without one.
+    pub fn with_key_file(mut self, path: Option<std::path::PathBuf>) -> Location {
+        self.key_file = path;
+        self
     }
 
     /// What the workspace's tables key this remote by: its URL, and its endpoint when it has

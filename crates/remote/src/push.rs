@@ -6,7 +6,9 @@
 //!   names an object that is not in the remote. An interrupted push leaves objects no manifest
 //!   names yet; the next push finds them (`HEAD`) and does not upload them again.
 //! - Each upload is verified before it is recorded: its size (`HEAD`), and for a segment its
-//!   bytes read back and hashed. The local table of what the remote holds is a cache: an
+//!   bytes read back and hashed. In an encrypted remote the transport seals what goes up and
+//!   maps sizes back to plaintext sizes, so every size here (the tables', the manifest's) is
+//!   the plaintext's; a segment read back is opened, so it is authenticated too. The local table of what the remote holds is a cache: an
 //!   object it lists that the newest manifest does not is checked in the remote before it is
 //!   trusted, and uploaded again if the remote does not have it.
 //! - One push of a workspace at a time (`remote.lock`): two never export overlapping segments.
@@ -170,7 +172,7 @@ fn push_once(
     let mut new_segment = None;
     if let Some(seg) = ws.export_oplog(after)? {
         let bytes = layout::encode_segment(&seg)?;
-        let hash = blake3::hash(&bytes).to_hex().to_string();
+        let hash = remote.content_name(&bytes);
         let rec = SegmentRecord {
             name: hash.clone(),
             from_pos: seg.from_pos,
@@ -184,7 +186,7 @@ fn push_once(
             object: obj.clone(),
             what: "an op-log segment just uploaded".into(),
         })?;
-        if blake3::hash(&back).to_hex().as_str() != hash {
+        if remote.content_name(&back) != hash {
             return Err(Error::Corrupt {
                 remote: remote.url().to_string(),
                 object: obj,

@@ -8,6 +8,11 @@
 //!   one and is never overwritten; [`Remote::create`] says which happened.
 //! - Names are relative to the remote's prefix and made only by `layout`; nothing here joins
 //!   user input into a key.
+//! - An encrypted remote (its location has a key file) seals every object but `config` on the
+//!   way up and opens it on the way down (`seal`): above this module every object is its
+//!   plaintext and every size a plaintext size (a stored size is mapped back exactly; see
+//!   `seal::plain_len`), so the layers above are the same for both kinds of remote. An object
+//!   that does not open is [`Error::Corrupt`], naming it; nothing of it is returned.
 
 use std::sync::Arc;
 
@@ -17,6 +22,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use crate::error::{Error, Result};
 use crate::location::Location;
+use crate::seal::{self, Keys};
 
 /// What [`Remote::create`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +38,7 @@ pub enum Created {
 pub struct ObjectInfo {
     /// Its name, relative to the remote's prefix.
     pub name: String,
-    /// Its size in bytes.
+    /// Its size in bytes (the plaintext's, for a sealed object).
     pub size: u64,
     /// When it was last written (ns since the Unix epoch, the store's clock).
     pub modified_ns: i64,
@@ -45,12 +51,18 @@ pub struct Remote {
     store: Arc<dyn ObjectStore>,
     prefix: String,
     rt: tokio::runtime::Runtime,
+    /// The keys of an encrypted remote (from its key file).
+    keys: Option<Keys>,
 }
 
 impl Remote {
     /// Connects to `location` (nothing is sent yet); a `file://` directory is created when
-    /// `create` (a push), else must exist.
+    /// `create` (a push), else must exist. A location with a key file reads it first.
     pub fn open(location: Location, create: bool) -> Result<Remote> {
+        let keys = match &location.key_file {
+            Some(path) => Some(crate::key::load(path)?),
+            None => None,
+        };
         let (store, prefix) = location.client(create)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -66,9 +78,39 @@ impl Remote {
             store,
             prefix,
             rt,
+            keys,
         })
     }
 
+    /// The keys it is sealed with here, when its location has a key file.
+    pub(crate) fn keys(&self) -> Option<&Keys> {
+        self.keys.as_ref()
+    }
+
+    /// The keys `name` is sealed with: every object of an encrypted remote but `config`.
+    fn sealing(&self, name: &str) -> Option<&Keys> {
+        self.keys.as_ref().filter(|_| name != crate::layout::CONFIG)
+    }
+
+    /// The size of `name` above this module, for `stored` bytes in the remote: the plaintext's
+    /// for a sealed object. A size no sealed object has is returned as stored (it matches no
+    /// size a caller expects, and the object does not open).
+    fn plain_size(&self, name: &str, stored: u64) -> u64 {
+        match self.sealing(name) {
+            Some(_) => seal::plain_len(stored).unwrap_or(stored),
+            None => stored,
+        }
+    }
+
+    /// The name of content `bytes` in this remote (op-log segments): its BLAKE3 in hex, keyed
+    /// with the remote's naming key when it is encrypted (so a name reveals nothing of the
+    /// content, and equal content is equal in this remote only).
+    pub fn content_name(&self, bytes: &[u8]) -> String {
+        match &self.keys {
+            Some(k) => k.content_name(bytes),
+            None => blake3::hash(bytes).to_hex().to_string(),
+        }
+    }
     /// The URL, for messages.
     pub fn url(&self) -> &str {
         &self.location.url
@@ -91,10 +133,10 @@ impl Remote {
         }
     }
 
-    /// The bytes of `name`, or `None` if it does not exist.
+    /// The bytes of `name` (opened, for a sealed object), or `None` if it does not exist.
     pub fn get(&self, name: &str) -> Result<Option<Vec<u8>>> {
         let path = self.path(name);
-        self.rt.block_on(async {
+        let stored = self.rt.block_on(async {
             match self.store.get(&path).await {
                 Ok(r) => match r.bytes().await {
                     Ok(b) => Ok(Some(b.to_vec())),
@@ -103,23 +145,49 @@ impl Remote {
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
                 Err(e) => Err(self.transport("reading", name, e)),
             }
-        })
+        })?;
+        match (stored, self.sealing(name)) {
+            (Some(bytes), Some(keys)) => {
+                keys.open(name, &bytes)
+                    .map(Some)
+                    .map_err(|e| Error::Corrupt {
+                        remote: self.location.url.clone(),
+                        object: name.to_string(),
+                        reason: e.0,
+                    })
+            }
+            (stored, _) => Ok(stored),
+        }
     }
 
-    /// The size of `name`, or `None` if it does not exist.
+    /// The size of `name` (its plaintext's, for a sealed object), or `None` if it does not
+    /// exist.
     pub fn head(&self, name: &str) -> Result<Option<u64>> {
         let path = self.path(name);
         self.rt.block_on(async {
             match self.store.head(&path).await {
-                Ok(m) => Ok(Some(m.size)),
+                Ok(m) => Ok(Some(self.plain_size(name, m.size))),
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
                 Err(e) => Err(self.transport("inspecting", name, e)),
             }
         })
     }
 
-    /// Creates `name` with `bytes` unless it exists (see the module's invariants).
+    /// Creates `name` with `bytes` (sealed, in an encrypted remote) unless it exists (see the
+    /// module's invariants); an existing object's size is its plaintext's.
     pub fn create(&self, name: &str, bytes: Vec<u8>) -> Result<Created> {
+        let bytes = match self.sealing(name) {
+            Some(keys) => keys.seal(name, &bytes).map_err(Error::State)?,
+            None => bytes,
+        };
+        match self.create_stored(name, bytes)? {
+            Created::Existed(n) => Ok(Created::Existed(self.plain_size(name, n))),
+            Created::Written => Ok(Created::Written),
+        }
+    }
+
+    /// Creates `name` with exactly `bytes`, unless it exists.
+    fn create_stored(&self, name: &str, bytes: Vec<u8>) -> Result<Created> {
         let path = self.path(name);
         self.rt.block_on(async {
             let opts = PutOptions::from(PutMode::Create);
@@ -155,7 +223,8 @@ impl Remote {
         })
     }
 
-    /// The objects under `dir` (a name ending in `/`), as (name relative to the prefix, size).
+    /// The objects under `dir` (a name ending in `/`), as (name relative to the prefix, size:
+    /// the plaintext's, for a sealed object).
     pub fn list(&self, dir: &str) -> Result<Vec<(String, u64)>> {
         let path = self.path(dir.trim_end_matches('/'));
         let strip = if self.prefix.is_empty() {
@@ -170,7 +239,8 @@ impl Remote {
                 let m = m.map_err(|e| self.transport("listing", dir, e))?;
                 let full = m.location.to_string();
                 let rel = full.strip_prefix(&strip).unwrap_or(&full).to_string();
-                out.push((rel, m.size));
+                let size = self.plain_size(&rel, m.size);
+                out.push((rel, size));
             }
             out.sort();
             Ok(out)
@@ -192,9 +262,11 @@ impl Remote {
             while let Some(m) = s.next().await {
                 let m = m.map_err(|e| self.transport("listing", dir, e))?;
                 let full = m.location.to_string();
+                let name = full.strip_prefix(&strip).unwrap_or(&full).to_string();
+                let size = self.plain_size(&name, m.size);
                 out.push(ObjectInfo {
-                    name: full.strip_prefix(&strip).unwrap_or(&full).to_string(),
-                    size: m.size,
+                    name,
+                    size,
                     modified_ns: m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MAX),
                 });
             }

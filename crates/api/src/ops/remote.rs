@@ -14,7 +14,9 @@ pub use rewind_remote::{CloneReport, PullReport, PushReport, RemoteGcReport, Rem
 /// Add a remote to the user's configuration (`config.toml` in the state directory, never the
 /// workspace's `.rewind.toml`, which an agent can write). Credentials are never arguments:
 /// they come from the standard AWS environment variables or the remote's section of
-/// `config.toml`.
+/// `config.toml`. An encrypted remote (`encrypt`, or `key_file`) has every object but its
+/// `config` sealed with a key kept outside it, in a key file: only the file's path is ever
+/// passed or recorded.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteAddRequest {
@@ -28,6 +30,15 @@ pub struct RemoteAddRequest {
     /// The S3 region.
     #[serde(default)]
     pub region: Option<String>,
+    /// Encrypt it with a new random key, generated into `keys/NAME.key` of the state directory
+    /// (mode 0600; an existing file is never overwritten).
+    #[serde(default)]
+    pub encrypt: bool,
+    /// Encrypt it with the key in this existing key file (32 bytes, raw or as 64 hex digits;
+    /// readable by the user alone); relative to the caller's directory. With `encrypt`, this
+    /// key is used and none is generated.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
 }
 
 /// The remote added, and the file it was written to.
@@ -37,6 +48,9 @@ pub struct RemoteAddResponse {
     pub remote: RemoteInfo,
     /// The configuration file written.
     pub config: String,
+    /// The key file generated (`encrypt`), if one was. Back it up: without it the remote
+    /// cannot be read.
+    pub key_generated: Option<String>,
 }
 
 /// List the remotes: the user's, and the origin a cloned workspace came from.
@@ -66,6 +80,9 @@ pub struct RemoteRemoveResponse {
     pub name: String,
     /// Its URL.
     pub url: String,
+    /// Its key file, for an encrypted remote: left where it is (the remote cannot be read
+    /// without it).
+    pub key_file: Option<String>,
 }
 
 /// Upload what the remote lacks of this workspace's history: sealed packs, their indexes, the
@@ -109,6 +126,10 @@ pub struct CloneRequest {
     /// The S3 region.
     #[serde(default)]
     pub region: Option<String>,
+    /// The key file of an encrypted remote (relative to the caller's directory); default: the
+    /// configured remote's `key_file`. Recorded (the path) in the clone, for its pulls.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
 }
 
 impl From<rewind_remote::Error> for ApiError {
@@ -177,15 +198,18 @@ impl Service {
             &req.url,
             req.endpoint.as_deref(),
             req.region.as_deref(),
-        )?;
-        let path = rewind_remote::add(&home, &l)?;
+        )?
+        .with_key_file(req.key_file.as_ref().map(|p| self.ctx.file(p)));
+        let generate = req.encrypt && req.key_file.is_none();
+        let added = rewind_remote::add(&home, &l, generate)?;
         let remote = rewind_remote::list(&home, None)?
             .into_iter()
             .find(|r| r.name == req.name)
             .ok_or_else(|| ApiError::new(ErrorKind::Error, "the remote added is not listed"))?;
         Ok(RemoteAddResponse {
             remote,
-            config: path.display().to_string(),
+            config: added.config.display().to_string(),
+            key_generated: added.key_generated.map(|p| p.display().to_string()),
         })
     }
 
@@ -209,10 +233,11 @@ impl Service {
         req: &RemoteRemoveRequest,
     ) -> Result<RemoteRemoveResponse, ApiError> {
         let home = rewind_core::rewind_home()?;
-        let url = rewind_remote::remove(&home, &req.name)?;
+        let (url, key_file) = rewind_remote::remove(&home, &req.name)?;
         Ok(RemoteRemoveResponse {
             name: req.name.clone(),
             url,
+            key_file: key_file.map(|p| p.display().to_string()),
         })
     }
 
@@ -260,6 +285,11 @@ impl Service {
                 req.endpoint.as_deref(),
                 req.region.as_deref(),
             )?,
+        };
+        // A key file given wins over the configured one.
+        let l = match &req.key_file {
+            Some(k) => l.with_key_file(Some(self.ctx.file(k))),
+            None => l,
         };
         let remote = rewind_remote::Remote::open(l, false)?;
         let dir = self.ctx.file(&req.dir);

@@ -14,10 +14,12 @@ use crate::Cli;
 /// needs are fetched, and every object is verified before anything is written into DIR: a
 /// missing or damaged remote object is exit 7, naming it, with DIR left as it was. Then `log`,
 /// `diff` and `restore` work in DIR; `rewind pull` there fetches the rest of the history's
-/// packs and what is pushed later.
+/// packs and what is pushed later. An encrypted remote needs its key file (--key-file, or the
+/// configured remote's key_file); without it, or with another key, nothing is read or written.
 ///
 ///   rewind clone s3://my-bucket/rewind ./proj --endpoint http://127.0.0.1:3900
 ///   rewind clone origin ./proj --checkpoint 3f2a9c
+///   rewind clone s3://my-bucket/private ./proj --key-file ~/backup/vault.key
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -34,6 +36,9 @@ pub struct Args {
     /// The S3 region.
     #[arg(long, value_name = "REGION")]
     pub region: Option<String>,
+    /// The key file of an encrypted remote [default: the configured remote's key_file].
+    #[arg(long, value_name = "PATH")]
+    pub key_file: Option<PathBuf>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
@@ -44,6 +49,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         checkpoint: args.checkpoint.clone(),
         endpoint: args.endpoint.clone(),
         region: args.region.clone(),
+        key_file: args.key_file.clone(),
     })?;
     emit(cli.json, &r, |r| {
         eprintln!(

@@ -1,6 +1,8 @@
 //! `rewind remote add NAME URL | list | remove NAME`: where histories are pushed to and
 //! cloned from.
 
+use std::path::PathBuf;
+
 use clap::Subcommand;
 use rewind_api::{RemoteAddRequest, RemoteListRequest, RemoteRemoveRequest};
 
@@ -17,8 +19,16 @@ use crate::Cli;
 /// AWS_ENDPOINT_URL and AWS_ALLOW_HTTP too), or from access_key_id / secret_access_key in the
 /// remote's section of config.toml, and are never printed.
 ///
+/// A remote can be encrypted: with --encrypt (a new random key, written to keys/NAME.key in
+/// the state directory) or --key-file PATH (an existing key), every object pushed but the
+/// remote's small config object is sealed (XChaCha20-Poly1305) before it leaves the machine.
+/// The key stays outside the remote, in that file: back it up, since without it the remote
+/// cannot be read. Another machine reads the remote with the key file: rewind clone URL DIR
+/// --key-file PATH.
+///
 ///   rewind remote add origin s3://my-bucket/rewind --endpoint http://127.0.0.1:3900 --region garage
 ///   rewind remote add shared file:///mnt/team/rewind
+///   rewind remote add vault s3://my-bucket/private --encrypt
 ///   rewind push origin
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
@@ -41,6 +51,14 @@ pub enum Sub {
         /// The S3 region.
         #[arg(long, value_name = "REGION")]
         region: Option<String>,
+        /// Encrypt the remote with a new random key, written to keys/NAME.key in the state
+        /// directory (mode 0600). Back that file up: without it the remote cannot be read.
+        #[arg(long)]
+        encrypt: bool,
+        /// Encrypt the remote with the key in this file (32 bytes, raw or as 64 hex digits,
+        /// readable by you alone), such as another machine's keys/NAME.key.
+        #[arg(long, value_name = "PATH")]
+        key_file: Option<PathBuf>,
     },
     /// List the remotes: name, URL, where credentials come from (never what they are).
     List,
@@ -59,18 +77,34 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             url,
             endpoint,
             region,
+            encrypt,
+            key_file,
         } => {
             let r = service.remote_add(&RemoteAddRequest {
                 name: name.clone(),
                 url: url.clone(),
                 endpoint: endpoint.clone(),
                 region: region.clone(),
+                encrypt: *encrypt,
+                key_file: key_file.clone(),
             })?;
+            // Said whatever the output format: a key nobody backed up is a remote nobody can
+            // read.
+            if let Some(k) = &r.key_generated {
+                eprintln!(
+                    "rewind: the key of {} was generated into {k}; back that file up (a password \
+                     manager, another machine): without it the remote cannot be read",
+                    r.remote.name
+                );
+            }
             emit(cli.json, &r, |r| {
                 println!(
                     "added remote {} ({}) to {}",
                     r.remote.name, r.remote.url, r.config
-                )
+                );
+                if let Some(k) = &r.remote.key_file {
+                    println!("encrypted with the key in {k}");
+                }
             })?;
         }
         Sub::List => {
@@ -88,6 +122,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                     if let Some(g) = &r.region {
                         extra.push_str(&format!(" region {g}"));
                     }
+                    if let Some(k) = &r.key_file {
+                        extra.push_str(&format!(" encrypted (key file {k})"));
+                    }
                     println!(
                         "{:<12} {}{extra} ({}; credentials: {})",
                         r.name, r.url, r.source, r.credentials
@@ -98,7 +135,10 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         Sub::Remove { name } => {
             let r = service.remote_remove(&RemoteRemoveRequest { name: name.clone() })?;
             emit(cli.json, &r, |r| {
-                println!("removed remote {} ({})", r.name, r.url)
+                println!("removed remote {} ({})", r.name, r.url);
+                if let Some(k) = &r.key_file {
+                    println!("its key file {k} was left where it is");
+                }
             })?;
         }
     }

@@ -71,6 +71,8 @@ const MIGRATIONS: &[&str] = &[
     settings::MIGRATION,
     // 7: remotes: what each holds of this workspace, and where a clone came from.
     remote::MIGRATION,
+    // 8: the key file of an encrypted remote a clone came from.
+    remote::MIGRATION_KEY_FILE,
 ];
 
 /// Brings the engine's tables up to date on `conn` (the store's connection: see

@@ -32,6 +32,9 @@ CREATE TABLE remote_links (
     pulled_ns INTEGER NOT NULL);
 ";
 
+/// Schema 8: the key file of an encrypted clone origin (its path only), so a pull finds it.
+pub(crate) const MIGRATION_KEY_FILE: &str = "ALTER TABLE remote_links ADD COLUMN key_file TEXT;";
+
 /// One table's rows of an op-log segment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TableRows {
@@ -341,6 +344,9 @@ pub struct RemoteLink {
     pub pulled_pos: i64,
     /// When it was last pulled (ns since the Unix epoch).
     pub pulled_ns: i64,
+    /// The key file of an encrypted remote (its path; never the key), as the clone was given it.
+    #[serde(default)]
+    pub key_file: Option<String>,
 }
 
 /// The objects the remote `remote` is known to hold, with their sizes.
@@ -437,7 +443,7 @@ pub(crate) fn recorded_after(db: &Connection, pos: i64) -> Result<bool, Error> {
 /// Every remote link (clones' origins).
 pub(crate) fn links(db: &Connection) -> Result<Vec<RemoteLink>, Error> {
     let mut st = db.prepare(
-        "SELECT remote, name, url, endpoint, region, history, pulled_pos, pulled_ns
+        "SELECT remote, name, url, endpoint, region, history, pulled_pos, pulled_ns, key_file
          FROM remote_links ORDER BY name",
     )?;
     let rows = st.query_map([], |r| {
@@ -450,6 +456,7 @@ pub(crate) fn links(db: &Connection) -> Result<Vec<RemoteLink>, Error> {
             history: r.get(5)?,
             pulled_pos: r.get(6)?,
             pulled_ns: r.get(7)?,
+            key_file: r.get(8)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -459,8 +466,8 @@ pub(crate) fn links(db: &Connection) -> Result<Vec<RemoteLink>, Error> {
 pub(crate) fn set_link(db: &Connection, l: &RemoteLink) -> Result<(), Error> {
     db.execute(
         "INSERT OR REPLACE INTO remote_links
-         (remote, name, url, endpoint, region, history, pulled_pos, pulled_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+         (remote, name, url, endpoint, region, history, pulled_pos, pulled_ns, key_file)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             l.remote,
             l.name,
@@ -469,7 +476,8 @@ pub(crate) fn set_link(db: &Connection, l: &RemoteLink) -> Result<(), Error> {
             l.region,
             l.history,
             l.pulled_pos,
-            l.pulled_ns
+            l.pulled_ns,
+            l.key_file
         ],
     )?;
     Ok(())
