@@ -225,9 +225,28 @@ pub struct CaptureConfig {
     pub time_budget: Option<Span>,
     /// Whether paths the ignore rules match are captured. Default skip.
     pub ignored: Option<IgnoredPolicy>,
+    /// What happens to files over the size cap, which cannot be restored. Default uncovered.
+    pub large_files: Option<LargeFiles>,
+}
+
+/// `capture.large_files`: what a file over `max_file_size` (recorded as uncovered: Rewind
+/// cannot restore it) is in a sandboxed command.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LargeFiles {
+    /// Writable like any file; recorded as uncovered (`status` lists it).
+    #[default]
+    Uncovered,
+    /// Bind-mounted read-only inside the sandbox: a sandboxed command cannot change, remove
+    /// or rename what Rewind could not put back.
+    Protect,
 }
 
 impl CaptureConfig {
+    /// What happens to files over the size cap, default [`LargeFiles::Uncovered`].
+    pub fn large_files(&self) -> LargeFiles {
+        self.large_files.unwrap_or_default()
+    }
     /// The size cap in bytes, default 2 GiB.
     pub fn max_file_size(&self) -> u64 {
         self.max_file_size.map(|s| s.0).unwrap_or(2 << 30)

@@ -300,6 +300,21 @@ impl Service {
             note: Some(command_line(&req.command)),
         })?;
         rewind_core::trace::phase("epoch begun");
+        // What the opening capture could not take (over the size cap) stays read-only in
+        // there, with `capture.large_files = "protect"`.
+        let sandboxed = match sandboxed {
+            Some(policy) => match self.protect_large_files(policy) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    let _ = recorder.epoch_end(&EpochEndRequest {
+                        epoch: Some(epoch.id),
+                        abort: true,
+                    });
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         let command = match sandboxed {
             Some(policy) => policy
                 .command(&req.command, Some(cwd))

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::command::{exit_code, Output, Runnable};
-use crate::{ApiError, SandboxMode, Service};
+use crate::{ApiError, ErrorKind, SandboxMode, Service};
 
 /// Preflight: does the sandbox work here? Checks the platform, that bubblewrap is installed and
 /// new enough, and runs `true` under the workspace's policy. Fails (kind `sandbox`) with the
@@ -309,6 +309,31 @@ impl Service {
         Ok(p)
     }
 
+    /// `policy` with every file over the size cap read-only, when `capture.large_files` is
+    /// `protect` (else as it is). A path the sandbox cannot name (not UTF-8) is refused: the
+    /// command does not run with it writable.
+    pub(crate) fn protect_large_files(&self, mut policy: Policy) -> Result<Policy, ApiError> {
+        let ws = self.ws()?;
+        if ws.config().capture.large_files() != rewind_core::LargeFiles::Protect {
+            return Ok(policy);
+        }
+        for p in ws.oversize_files()? {
+            let Ok(rel) = String::from_utf8(p.clone()) else {
+                return Err(ApiError::new(
+                    ErrorKind::Usage,
+                    format!(
+                        "{} is over capture.max_file_size and its name is not UTF-8, so the \
+                         sandbox cannot keep it read-only (capture.large_files = \"protect\")",
+                        String::from_utf8_lossy(&p)
+                    ),
+                )
+                .hint("rename it, raise capture.max_file_size, or set capture.large_files = \"uncovered\""));
+            };
+            policy.add_protect("capture.large_files", &rel)?;
+        }
+        Ok(policy)
+    }
+
     /// The `sandbox_check` operation: see [`SandboxCheckRequest`].
     pub fn sandbox_check(
         &self,
@@ -349,6 +374,10 @@ impl Service {
         }
         for r in &req.deny_read {
             p.add_deny_read("--deny-read", &from_dir(dir, r))?;
+        }
+        // In a workspace: files over the size cap as its last capture found them.
+        if self.ctx.state_dir().is_some() {
+            p = self.protect_large_files(p)?;
         }
         Ok(SandboxRun {
             policy: p,
