@@ -25,6 +25,7 @@ mod merge;
 mod moved;
 mod overlapping_epochs;
 mod real_claude;
+#[macro_use]
 mod remote;
 mod remote_gc;
 mod restore_failures;

@@ -155,12 +155,15 @@ fn remote_gc_frees_what_the_policy_dropped(target: Target) {
     assert!(!dir2.exists(), "a refused clone makes nothing");
 }
 
-/// A push killed before its manifest leaves objects no manifest names; another workspace's
-/// gc marks them; the push run again relies on them: it vetoes them, waits the window out,
-/// and writes its manifest. The sweep a grace period later keeps them, and the history clones.
-fn a_push_keeps_the_marked_objects_it_relies_on(target: Target) {
+/// A workspace with a history whose first push was killed before its manifest (its objects
+/// in the remote, named by no manifest), and another workspace with the same remote (the
+/// machine whose gc collects them).
+fn killed_push_beside_another(
+    target: &Target,
+    seed: u64,
+) -> (Env, Vec<(String, crate::common::rewind::Tree)>, Env) {
     let env = Env::new();
-    let trees = history(&env, 12);
+    let trees = history(&env, seed);
     target.add(&env);
     let mut c = env.cmd(&["push"]);
     target.apply(&mut c);
@@ -174,6 +177,14 @@ fn a_push_keeps_the_marked_objects_it_relies_on(target: Target) {
     crate::common::rewind::init(&other);
     checkpoint(&other, "default", "other");
     target.add(&other);
+    (env, trees, other)
+}
+
+/// A push killed before its manifest leaves objects no manifest names; another workspace's
+/// gc marks them; the push run again relies on them: it vetoes them, waits the window out,
+/// and writes its manifest. The sweep a grace period later keeps them, and the history clones.
+fn a_push_keeps_the_marked_objects_it_relies_on(target: Target) {
+    let (env, trees, other) = killed_push_beside_another(&target, 12);
     ok(&target, &other, &["push"]);
     std::thread::sleep(PAST_GRACE);
     let marked = gc(&target, &other, &[]);
@@ -204,21 +215,7 @@ fn a_push_keeps_the_marked_objects_it_relies_on(target: Target) {
 /// The same killed push, but its objects are swept before it runs again: the push finds them
 /// gone and uploads them again.
 fn a_push_uploads_again_what_a_sweep_deleted(target: Target) {
-    let env = Env::new();
-    let trees = history(&env, 13);
-    target.add(&env);
-    let mut c = env.cmd(&["push"]);
-    target.apply(&mut c);
-    let o = c
-        .env("REWIND_FAILPOINT", "push-before-manifest")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), None, "killed: {}", text(&o));
-    let other = Env::new();
-    write(other.root(), "o.txt", b"other\n");
-    crate::common::rewind::init(&other);
-    checkpoint(&other, "default", "other");
-    target.add(&other);
+    let (env, trees, other) = killed_push_beside_another(&target, 13);
     std::thread::sleep(PAST_GRACE);
     gc(&target, &other, &[]);
     std::thread::sleep(PAST_GRACE);
@@ -387,23 +384,6 @@ fn a_too_short_grace_is_refused() {
         !Path::new(&target.url["file://".len()..]).exists(),
         "nothing written"
     );
-}
-
-macro_rules! on_both_remotes {
-    ($($name:ident),* $(,)?) => {
-        mod on_file {
-            $(#[test]
-            fn $name() {
-                super::$name(super::Target::file());
-            })*
-        }
-        mod on_s3 {
-            $(#[test]
-            fn $name() {
-                super::$name(super::Target::s3());
-            })*
-        }
-    };
 }
 
 on_both_remotes!(

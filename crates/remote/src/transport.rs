@@ -224,27 +224,13 @@ impl Remote {
     }
 
     /// The objects under `dir` (a name ending in `/`), as (name relative to the prefix, size:
-    /// the plaintext's, for a sealed object).
+    /// the plaintext's, for a sealed object), by name.
     pub fn list(&self, dir: &str) -> Result<Vec<(String, u64)>> {
-        let path = self.path(dir.trim_end_matches('/'));
-        let strip = if self.prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{}/", self.prefix)
-        };
-        self.rt.block_on(async {
-            let mut out = Vec::new();
-            let mut s = self.store.list(Some(&path));
-            while let Some(m) = s.next().await {
-                let m = m.map_err(|e| self.transport("listing", dir, e))?;
-                let full = m.location.to_string();
-                let rel = full.strip_prefix(&strip).unwrap_or(&full).to_string();
-                let size = self.plain_size(&rel, m.size);
-                out.push((rel, size));
-            }
-            out.sort();
-            Ok(out)
-        })
+        Ok(self
+            .list_meta(dir)?
+            .into_iter()
+            .map(|o| (o.name, o.size))
+            .collect())
     }
 
     /// The objects under `dir` (a name ending in `/`) with their sizes and when they were last
