@@ -53,29 +53,6 @@ pub struct Uncovered {
     pub reason: String,
 }
 
-impl crate::workspace::Workspace {
-    /// The regular files the last capture left uncovered for being over
-    /// `capture.max_file_size`: content Rewind cannot put back, which
-    /// `capture.large_files = "protect"` keeps read-only inside the sandbox. Workspace-relative,
-    /// sorted.
-    pub fn oversize_files(&self) -> Result<Vec<Vec<u8>>, Error> {
-        let state = State::load(&self.state_path());
-        let max = self.config().capture.max_file_size();
-        let mut out: Vec<Vec<u8>> = state
-            .dirs
-            .iter()
-            .flat_map(|(dir, entries)| {
-                entries
-                    .iter()
-                    .filter(|e| e.kind == EntryKind::Uncovered && e.size > max)
-                    .map(|e| relpath::join(dir, &e.name))
-            })
-            .collect();
-        out.sort();
-        Ok(out)
-    }
-}
-
 impl Uncovered {
     /// The path for display (lossy UTF-8).
     pub fn path_display(&self) -> String {

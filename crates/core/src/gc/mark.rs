@@ -98,13 +98,18 @@ fn mark_from(
         while !level.is_empty() {
             let mut to_read = Vec::new();
             for id in level.drain(..) {
-                if id.is_zero() || anchor.contains_key(&id) {
+                if id.is_zero() {
                     continue;
                 }
+                // One probe of each map per id: these maps are larger than the caches, and
+                // their lookups are most of the mark's time.
+                let std::collections::hash_map::Entry::Vacant(slot) = anchor.entry(id) else {
+                    continue;
+                };
                 let Some(cost) = costs.get(&id) else {
                     continue; // not stored: nothing to keep
                 };
-                anchor.insert(id, a);
+                slot.insert(a);
                 if cost.kind != ObjectKind::Blob {
                     to_read.push((id, cost.kind));
                 }

@@ -723,3 +723,26 @@ fn register(
     record.save(&dir)?;
     Ok((id, true, None))
 }
+
+impl Workspace {
+    /// The regular files the last capture left uncovered for being over
+    /// `capture.max_file_size`: content Rewind cannot put back, which
+    /// `capture.large_files = "protect"` keeps read-only inside the sandbox. Workspace-relative,
+    /// sorted.
+    pub fn oversize_files(&self) -> Result<Vec<Vec<u8>>, Error> {
+        let state = crate::capture::state::State::load(&self.state_path());
+        let max = self.config().capture.max_file_size();
+        let mut out: Vec<Vec<u8>> = state
+            .dirs
+            .iter()
+            .flat_map(|(dir, entries)| {
+                entries
+                    .iter()
+                    .filter(|e| e.kind == rewind_store::EntryKind::Uncovered && e.size > max)
+                    .map(|e| crate::fs::relpath::join(dir, &e.name))
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+}
