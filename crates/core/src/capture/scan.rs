@@ -213,23 +213,20 @@ fn walk_dir<'s>(
             return;
         }
     };
-    for dent in rd {
-        let Ok((name, dent)) = dent else { continue };
+    // One entry: its `lstat`, the ignore rules, its kind. `None`: not part of the walk.
+    let classify = |name: Vec<u8>, dent: Listed| -> Option<(Found, bool)> {
         if NEVER_CAPTURED.contains(&name.as_slice())
             || name.starts_with(crate::fs::root::TEMP_PREFIX.as_bytes())
         {
-            continue;
+            return None;
         }
         // Building the absolute path costs an allocation per entry: only when an ignore file
         // needs it.
         let path = needs_path.then(|| abs.join(OsStr::from_bytes(&name)));
         let meta = match dent.stat() {
             Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                found.push(uncovered(name, 0, format!("cannot stat: {e}")));
-                continue;
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => return Some((uncovered(name, 0, format!("cannot stat: {e}")), false)),
         };
         let ft = meta.mode & libc::S_IFMT;
         // As in git, ignore rules apply to what is not captured yet: a path captured before
@@ -238,7 +235,7 @@ fn walk_dir<'s>(
         let ignored = under_ignored
             || matches!((&rules, &path), (Some(r), Some(path)) if r.is_ignored(path, ft == libc::S_IFDIR));
         if ignored && !was_captured(cached, &name) {
-            continue;
+            return None;
         }
         if let Some(p) = opts.progress {
             p.entries_seen.fetch_add(1, Ordering::Relaxed);
@@ -257,8 +254,7 @@ fn walk_dir<'s>(
             } else {
                 "a device file"
             };
-            found.push(uncovered(name, 0, format!("{what} is not captured")));
-            continue;
+            return Some((uncovered(name, 0, format!("{what} is not captured")), false));
         };
         let stat = StatEntry {
             name,
@@ -270,14 +266,34 @@ fn walk_dir<'s>(
             ino: meta.ino,
             id: ObjectId::ZERO,
         };
-        found.push(Found {
+        let found = Found {
             stat,
             known: false,
             uncovered: None,
-        });
-        if ignored && kind == EntryKind::Dir {
-            ignored_dirs.push(found.last().expect("just pushed").stat.name.clone());
+        };
+        Some((found, ignored && kind == EntryKind::Dir))
+    };
+    let listed: Vec<(Vec<u8>, Listed)> = rd.filter_map(Result::ok).collect();
+    // A large directory's entries are stat'ed on every core, in chunks (one job per directory
+    // would leave 100k files in one directory to one thread); a small one's on this one.
+    let classified: Vec<(Found, bool)> = if listed.len() >= PARALLEL_STAT_AT {
+        use rayon::prelude::*;
+        listed
+            .into_par_iter()
+            .with_min_len(PARALLEL_STAT_CHUNK)
+            .filter_map(|(name, dent)| classify(name, dent))
+            .collect()
+    } else {
+        listed
+            .into_iter()
+            .filter_map(|(name, dent)| classify(name, dent))
+            .collect()
+    };
+    for (f, ignored_dir) in classified {
+        if ignored_dir {
+            ignored_dirs.push(f.stat.name.clone());
         }
+        found.push(f);
     }
     found.sort_by(|a, b| a.stat.name.cmp(&b.stat.name));
     // Merge-join with the cache: a file whose stat matches and is not racy keeps its id.
@@ -321,6 +337,12 @@ fn walk_dir<'s>(
     }
     out.lock().unwrap().insert(rel, found);
 }
+
+/// A directory with at least this many entries has them stat'ed in parallel.
+const PARALLEL_STAT_AT: usize = 4096;
+/// Entries per parallel job (a `lstat` is a few microseconds: smaller jobs cost more to hand
+/// out than they save).
+const PARALLEL_STAT_CHUNK: usize = 1024;
 
 /// What the walk needs of one entry's `lstat`.
 struct EntryStat {
