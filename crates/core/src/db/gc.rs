@@ -22,24 +22,31 @@ pub(crate) fn set_pinned(db: &Connection, id: &str, pinned: bool) -> Result<bool
     Ok(n > 0)
 }
 
-/// Marks checkpoints collected at `now`.
-pub(crate) fn collect_checkpoints(db: &Connection, ids: &[String], now: i64) -> Result<(), Error> {
+/// Marks checkpoints `(id, when)` collected, where they are not yet (ids this op log does not
+/// have are skipped).
+pub(crate) fn collect_checkpoints<'a>(
+    db: &Connection,
+    items: impl IntoIterator<Item = (&'a str, i64)>,
+) -> Result<(), Error> {
     let mut st = db.prepare_cached(
         "UPDATE checkpoints SET collected_ns = ?2 WHERE id = ?1 AND collected_ns IS NULL",
     )?;
-    for id in ids {
-        st.execute(params![id, now])?;
+    for (id, when) in items {
+        st.execute(params![id, when])?;
     }
     Ok(())
 }
 
-/// Marks epochs collected at `now`.
-pub(crate) fn collect_epochs(db: &Connection, ids: &[String], now: i64) -> Result<(), Error> {
+/// Marks epochs `(id, when)` collected, where they are not yet (as [`collect_checkpoints`]).
+pub(crate) fn collect_epochs<'a>(
+    db: &Connection,
+    items: impl IntoIterator<Item = (&'a str, i64)>,
+) -> Result<(), Error> {
     let mut st = db.prepare_cached(
         "UPDATE epochs SET collected_ns = ?2 WHERE id = ?1 AND collected_ns IS NULL",
     )?;
-    for id in ids {
-        st.execute(params![id, now])?;
+    for (id, when) in items {
+        st.execute(params![id, when])?;
     }
     Ok(())
 }

@@ -275,7 +275,7 @@ pub(crate) fn collected(db: &Connection) -> Result<Collected, Error> {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(out)
     };
-    Ok(Collected {
+    let mut c = Collected {
         checkpoints: rows(
             "SELECT id, collected_ns FROM checkpoints WHERE collected_ns IS NOT NULL ORDER BY id",
         )?,
@@ -283,17 +283,15 @@ pub(crate) fn collected(db: &Connection) -> Result<Collected, Error> {
             "SELECT id, collected_ns FROM epochs WHERE collected_ns IS NOT NULL ORDER BY id",
         )?,
         snapshots: None,
-    })
-    .and_then(|mut c| {
-        if !c.is_empty() {
-            let mut st = db.prepare("SELECT DISTINCT pos FROM snapshots ORDER BY pos")?;
-            let kept = st
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<Vec<i64>, _>>()?;
-            c.snapshots = Some(kept);
-        }
-        Ok(c)
-    })
+    };
+    if !c.is_empty() {
+        let mut st = db.prepare("SELECT DISTINCT pos FROM snapshots ORDER BY pos")?;
+        let kept = st
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<Vec<i64>, _>>()?;
+        c.snapshots = Some(kept);
+    }
+    Ok(c)
 }
 
 /// Marks the checkpoints and epochs of `c` collected (at their times) where they are not yet
@@ -310,19 +308,10 @@ pub(crate) fn import_collected(db: &Connection, c: &Collected, upto: i64) -> Res
             db.execute("DELETE FROM snapshots WHERE pos = ?1", [pos])?;
         }
     }
-    let mut cp = db.prepare_cached(
-        "UPDATE checkpoints SET collected_ns = ?2 WHERE id = ?1 AND collected_ns IS NULL",
-    )?;
-    for (id, ns) in &c.checkpoints {
-        cp.execute(params![id, ns])?;
-    }
-    let mut ep = db.prepare_cached(
-        "UPDATE epochs SET collected_ns = ?2 WHERE id = ?1 AND collected_ns IS NULL",
-    )?;
-    for (id, ns) in &c.epochs {
-        ep.execute(params![id, ns])?;
-    }
-    Ok(())
+    let checkpoints = c.checkpoints.iter().map(|(id, ns)| (id.as_str(), *ns));
+    super::gc::collect_checkpoints(db, checkpoints)?;
+    let epochs = c.epochs.iter().map(|(id, ns)| (id.as_str(), *ns));
+    super::gc::collect_epochs(db, epochs)
 }
 
 /// Where a clone came from: a remote and the history in it.

@@ -304,9 +304,10 @@ impl Workspace {
         failpoint::hit("gc-after-repack");
         let now = now_ns();
         self.transaction(|| {
-            let ids: Vec<String> = d.collect_checkpoints.iter().map(|c| c.id.clone()).collect();
-            db::gc::collect_checkpoints(&self.db(), &ids, now)?;
-            db::gc::collect_epochs(&self.db(), &d.collect_epochs, now)?;
+            let checkpoints = d.collect_checkpoints.iter().map(|c| (c.id.as_str(), now));
+            db::gc::collect_checkpoints(&self.db(), checkpoints)?;
+            let epochs = d.collect_epochs.iter().map(|e| (e.as_str(), now));
+            db::gc::collect_epochs(&self.db(), epochs)?;
             if let Some(pos) = d.forget_snapshots_at {
                 db::gc::forget_snapshots(&self.db(), pos)?;
             }
