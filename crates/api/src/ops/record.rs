@@ -300,26 +300,15 @@ impl Service {
             note: Some(command_line(&req.command)),
         })?;
         rewind_core::trace::phase("epoch begun");
-        // What the opening capture could not take (over the size cap) stays read-only in
-        // there, with `capture.large_files = "protect"`.
-        let sandboxed = match sandboxed {
-            Some(policy) => match self.protect_large_files(policy) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    let _ = recorder.epoch_end(&EpochEndRequest {
-                        epoch: Some(epoch.id),
-                        abort: true,
-                    });
-                    return Err(e);
-                }
-            },
-            None => None,
-        };
         let command = match sandboxed {
-            Some(policy) => policy
-                .command(&req.command, Some(cwd))
-                .map(Runnable::Sandboxed)
-                .map_err(ApiError::from),
+            // What the opening capture could not take (over the size cap) stays read-only in
+            // there, with `capture.large_files = "protect"`. A failure here is the command's:
+            // the epoch is aborted below.
+            Some(policy) => self.protect_large_files(policy).and_then(|p| {
+                p.command(&req.command, Some(cwd))
+                    .map(Runnable::Sandboxed)
+                    .map_err(ApiError::from)
+            }),
             None => {
                 let mut c = std::process::Command::new(program);
                 c.args(&req.command[1..]).current_dir(cwd);
