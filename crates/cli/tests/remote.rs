@@ -103,6 +103,23 @@ impl Target {
         c.output().unwrap()
     }
 
+    /// `rewind push` in `env` with `extra` in its environment, killed at failpoint `point`.
+    pub(crate) fn killed_push(&self, env: &Env, point: &str, extra: &[(&str, &str)]) {
+        let mut c = env.cmd(&["push"]);
+        self.apply(&mut c);
+        let o = c
+            .envs(extra.iter().copied())
+            .env("REWIND_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            None,
+            "push killed at {point}: {}",
+            text(&o)
+        );
+    }
+
     pub(crate) fn push(&self, env: &Env) -> serde_json::Value {
         let o = self.run(env, &["--json", "push"]);
         assert_eq!(o.status.code(), Some(0), "push: {}", text(&o));
@@ -380,10 +397,7 @@ fn killed_push_resumes(target: Target) {
     let trees = history(&env, 3);
     target.add(&env);
     for point in ["push-after-pack:1", "push-before-manifest"] {
-        let mut c = env.cmd(&["push"]);
-        target.apply(&mut c);
-        let o = c.env("REWIND_FAILPOINT", point).output().unwrap();
-        assert_eq!(o.status.code(), None, "{point}: killed: {}", text(&o));
+        target.killed_push(&env, point, &[]);
     }
     let done = target.push(&env);
     assert!(done["manifest"].is_string(), "{done}");
@@ -460,13 +474,7 @@ fn a_push_across_a_server_restart_loses_nothing_s3() {
         );
     }
     target.server.as_mut().unwrap().resume();
-    let mut c = env.cmd(&["push"]);
-    target.apply(&mut c);
-    let o = c
-        .env("REWIND_FAILPOINT", "push-before-manifest")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), None, "killed: {}", text(&o));
+    target.killed_push(&env, "push-before-manifest", &[]);
     target.server.as_mut().unwrap().restart();
     target.push(&env);
     let home = tempfile::tempdir().unwrap();

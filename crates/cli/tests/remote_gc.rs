@@ -108,7 +108,10 @@ fn remote_gc_frees_what_the_policy_dropped(target: Target) {
         "nothing is deleted before the grace: {first}"
     );
     assert!(first["marked"].as_u64().unwrap() >= 3, "{first}");
-    assert!(first["packs_unlisted"].as_u64().unwrap() >= 1, "{first}");
+    assert!(
+        first["push"]["packs_unlisted"].as_u64().unwrap() >= 1,
+        "{first}"
+    );
     assert!(first["mark"].is_string(), "{first}");
     // Straight away again: the mark is younger than its grace; nothing goes.
     let again = gc(&target, &env, &["--keep", "1", "--max-age", "1s"]);
@@ -165,13 +168,7 @@ fn killed_push_beside_another(
     let env = Env::new();
     let trees = history(&env, seed);
     target.add(&env);
-    let mut c = env.cmd(&["push"]);
-    target.apply(&mut c);
-    let o = c
-        .env("REWIND_FAILPOINT", "push-before-manifest")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), None, "killed: {}", text(&o));
+    target.killed_push(&env, "push-before-manifest", &[]);
     let other = Env::new();
     write(other.root(), "o.txt", b"other\n");
     crate::common::rewind::init(&other);
@@ -340,14 +337,8 @@ fn remote_gc_beside_pushes_loses_nothing(target: Target) {
                 read_tree(pusher.root()),
             ));
             if i % 3 == 2 {
-                let mut c = pusher.cmd(&["push"]);
-                target.apply(&mut c);
-                let o = c
-                    .env("REWIND_REMOTE_GC_WINDOW_MS", WINDOW_MS)
-                    .env("REWIND_FAILPOINT", "push-before-manifest")
-                    .output()
-                    .unwrap();
-                assert_eq!(o.status.code(), None, "killed: {}", text(&o));
+                let window = [("REWIND_REMOTE_GC_WINDOW_MS", WINDOW_MS)];
+                target.killed_push(&pusher, "push-before-manifest", &window);
                 std::thread::sleep(PAST_GRACE);
             }
             ok(&target, &pusher, &["push"]);

@@ -50,7 +50,7 @@ mod text;
 mod workspace;
 pub mod worktree;
 
-pub use base::{failpoint, trace, utc};
+pub use base::{failpoint, now_ns, trace, utc};
 pub use fs::relpath;
 pub use text::{edit, merge, patch};
 

@@ -518,10 +518,7 @@ pub fn pull(ws: &Workspace, remote: &Remote) -> Result<PullReport> {
                 }
                 let mut moved = l.clone();
                 moved.pulled_pos = m.pos;
-                moved.pulled_ns = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as i64)
-                    .unwrap_or(0);
+                moved.pulled_ns = rewind_core::now_ns();
                 // Packs first: the rows that refer to their objects come after them.
                 fetch_packs(ws, remote, &m, &mut report)?;
                 ws.import_oplog(&segs, Some(&moved))?;

@@ -205,18 +205,17 @@ fn referenced(remote: &Remote) -> Result<Referenced> {
         if !layout::is_history_id(&h) {
             continue;
         }
-        let all = remote.list_meta(&layout::manifests_dir(&h))?;
-        let all: Vec<_> = all
+        let all: Vec<_> = remote
+            .list_meta(&layout::manifests_dir(&h))?
             .into_iter()
             .filter(|o| o.name.ends_with(".json"))
             .collect();
-        for o in all.iter().rev().take(2) {
-            r.objects.insert(o.name.clone());
-        }
+        let names: Vec<String> = all.iter().map(|o| o.name.clone()).collect();
+        r.objects.extend(layout::candidates(&names).cloned());
         r.manifests
             .extend(all.into_iter().map(|o| (o.name, o.size, o.modified_ns)));
         // The one a reader chooses: what it names must stay.
-        if let Some((_, m)) = layout::newest_manifest(remote, &h)? {
+        if let Some((_, m)) = layout::newest_among(remote, &names)? {
             r.histories += 1;
             for p in &m.packs {
                 r.objects.insert(layout::pack_object(&p.name));
@@ -250,10 +249,9 @@ pub struct RemoteGcReport {
     pub dry_run: bool,
     /// The grace period applied, in seconds.
     pub grace_secs: f64,
-    /// The push that compacted this workspace's history first (none in a dry run).
+    /// The push that compacted this workspace's history first (none in a dry run); its
+    /// `packs_unlisted` are the packs the history stopped listing.
     pub push: Option<PushReport>,
-    /// Packs this workspace's history stopped listing (its gc dropped what they held).
-    pub packs_unlisted: u64,
     /// Histories in the remote.
     pub histories: u64,
     /// Marks swept (all their objects deleted or kept).
@@ -273,13 +271,6 @@ pub struct RemoteGcReport {
     pub marks_pending: u64,
     /// The new mark, if one was written.
     pub mark: Option<String>,
-}
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
 }
 
 /// Refuses a grace period shorter than twice the window (the protocol needs `g ≥ 2W`).
@@ -312,9 +303,7 @@ pub fn gc(ws: &Workspace, remote: &Remote, opts: &RemoteGcOptions) -> Result<Rem
         return Ok(report); // nothing was ever pushed
     }
     if !opts.dry_run {
-        let pushed = push_with(ws, remote, &PushOptions { compact: true })?;
-        report.packs_unlisted = pushed.packs_unlisted;
-        report.push = Some(pushed);
+        report.push = Some(push_with(ws, remote, &PushOptions { compact: true })?);
     }
     sweep(remote, opts, &mut report)?;
     mark(remote, opts, &mut report)?;
@@ -332,7 +321,7 @@ fn sweep(remote: &Remote, opts: &RemoteGcOptions, report: &mut RemoteGcReport) -
         // `W` before it relies on the object.
         let listed = Instant::now();
         let (marks, orphans) = pending(remote)?;
-        let now = now_ns();
+        let now = rewind_core::now_ns();
         let (due, young): (Vec<_>, Vec<_>) = marks
             .into_iter()
             .partition(|m| now >= m.mark.created_ns.saturating_add(m.mark.grace_ns));
@@ -396,7 +385,7 @@ fn sweep(remote: &Remote, opts: &RemoteGcOptions, report: &mut RemoteGcReport) -
 }
 
 fn mark(remote: &Remote, opts: &RemoteGcOptions, report: &mut RemoteGcReport) -> Result<()> {
-    let created_ns = now_ns();
+    let created_ns = rewind_core::now_ns();
     let grace_ns = opts.grace.as_nanos() as i64;
     let old_enough = |modified_ns: i64| modified_ns < created_ns.saturating_sub(grace_ns);
     let refs = referenced(remote)?;
@@ -492,7 +481,7 @@ pub(crate) fn protect(
             .map(|n| n.to_string())
             .collect();
         if !uncovered.is_empty() {
-            let created_ns = now_ns();
+            let created_ns = rewind_core::now_ns();
             let v = Veto {
                 format: VETO_FORMAT.into(),
                 version: GC_VERSION,
@@ -513,7 +502,7 @@ pub(crate) fn protect(
         }
         suspects.extend(hits.iter().map(|n| n.to_string()));
     }
-    let now = now_ns();
+    let now = rewind_core::now_ns();
     if wait_until > now {
         std::thread::sleep(Duration::from_nanos((wait_until - now) as u64));
         return Ok(Protection::Waited);

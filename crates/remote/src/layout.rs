@@ -265,17 +265,27 @@ pub fn ensure_config(remote: &Remote) -> Result<()> {
 /// The newest manifest of `history` (largest position, then newest), with its name; `None`
 /// when the history has none.
 pub fn newest_manifest(remote: &Remote, history: &str) -> Result<Option<(String, Manifest)>> {
-    let names = remote.list(&manifests_dir(history))?;
-    let mut best: Option<(String, Manifest)> = None;
-    let mut names: Vec<String> = names
+    let names: Vec<String> = remote
+        .list(&manifests_dir(history))?
         .into_iter()
         .map(|(n, _)| n)
-        .filter(|n| n.ends_with(".json"))
         .collect();
-    names.sort();
-    // Names sort by time and one workspace pushes one at a time, so the newest name is the
-    // furthest along; the one before it is read too, against a clock that went backwards.
-    for name in names.into_iter().rev().take(2) {
+    newest_among(remote, &names)
+}
+
+/// The manifests a reader chooses among, of a history's objects `names` (as listed, sorted):
+/// the two newest `.json` names. Names sort by time and one workspace pushes one at a time,
+/// so the newest name is the furthest along; the one before it counts too, against a clock
+/// that went backwards.
+pub fn candidates(names: &[String]) -> impl Iterator<Item = &String> {
+    names.iter().filter(|n| n.ends_with(".json")).rev().take(2)
+}
+
+/// The newest manifest among `names` (a history's objects, sorted; see [`candidates`]):
+/// largest position, then newest.
+pub fn newest_among(remote: &Remote, names: &[String]) -> Result<Option<(String, Manifest)>> {
+    let mut best: Option<(String, Manifest)> = None;
+    for name in candidates(names).cloned() {
         let Some(bytes) = remote.get(&name)? else {
             continue;
         };

@@ -211,8 +211,13 @@ fn push_once(
     // And every pack the remote is known to hold for this workspace: a clone's origin packs it
     // never fetched, packs local gc removed since they were pushed. A compaction keeps only
     // the first kind: what a workspace that made its history does not hold, its gc dropped.
-    let is_clone = ws.remote_links()?.iter().any(|l| l.remote == key);
-    if !opts.compact || is_clone {
+    // The history this workspace was cloned from, in this remote.
+    let source = ws
+        .remote_links()?
+        .into_iter()
+        .find(|l| l.remote == key)
+        .map(|l| l.history);
+    if !opts.compact || source.is_some() {
         for (name, size) in ws.remote_objects(&key)? {
             if let Some(pack) = pack_of(&name) {
                 pack_refs.insert(pack.to_string(), size);
@@ -263,11 +268,6 @@ fn push_once(
                 created_ns: c.created_ns,
             })
     };
-    let source = ws
-        .remote_links()?
-        .into_iter()
-        .find(|l| l.remote == key)
-        .map(|l| l.history);
     // Nothing the manifest names may be swept by a pending mark (see `gc`): listed, vetoed if
     // marked, and the manifest written within the window of that listing.
     let names: HashSet<String> = pack_refs
@@ -287,7 +287,7 @@ fn push_once(
             }
         }
     };
-    let created_ns = now_ns();
+    let created_ns = rewind_core::now_ns();
     let manifest = Manifest {
         format: layout::MANIFEST_FORMAT.into(),
         version: layout::MANIFEST_VERSION,
@@ -355,11 +355,4 @@ fn upload_verified(remote: &Remote, name: &str, bytes: Vec<u8>) -> Result<()> {
             what: "just uploaded, it is not there".into(),
         }),
     }
-}
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
 }

@@ -111,6 +111,7 @@ impl Remote {
             None => blake3::hash(bytes).to_hex().to_string(),
         }
     }
+
     /// The URL, for messages.
     pub fn url(&self) -> &str {
         &self.location.url

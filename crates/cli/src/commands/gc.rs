@@ -128,7 +128,7 @@ fn human_remote(r: &RemoteGcReport) {
     if let Some(p) = &r.push {
         println!(
             "  pushed this history: {} packs uploaded, {} no longer listed",
-            p.packs, r.packs_unlisted
+            p.packs, p.packs_unlisted
         );
     }
     let deleted = if r.dry_run { "would delete" } else { "deleted" };

@@ -8,7 +8,7 @@ pub mod failpoint;
 pub mod trace;
 
 /// Nanoseconds since the Unix epoch (0 if the clock is before it).
-pub(crate) fn now_ns() -> i64 {
+pub fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)
