@@ -68,6 +68,7 @@ pub enum Command {
     Undo(commands::restore::UndoArgs),
     Recover(commands::recover::Args),
     Gc(commands::gc::Args),
+    Baseline(commands::baseline::Args),
     ShadowPath(commands::shadow_path::Args),
     Pin(commands::pin::Args),
     Unpin(commands::pin::UnpinArgs),

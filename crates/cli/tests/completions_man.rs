@@ -28,6 +28,7 @@ const COMMANDS: &[&str] = &[
     "undo",
     "recover",
     "gc",
+    "baseline",
     "shadow-path",
     "pin",
     "unpin",

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod baseline;
 mod basics;
 mod completions_man;
 mod contract;

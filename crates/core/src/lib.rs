@@ -80,6 +80,7 @@ pub use restore::{Applied, RestorePlan, Skipped};
 pub use rewind::{Conflict, Mode, Recovered, RewindOptions, RewindOutcome, Target};
 pub use shadow::{ShadowBranch, ShadowError, ShadowReport};
 pub use workspace::adopt::{adopt, Adopted};
+pub use workspace::baseline::{BaselineProgress, BaselineReport};
 pub use workspace::home::{rewind_home, state_dir_of};
 pub use workspace::identity::RootState;
 pub use workspace::lock::WorkspaceLock;

@@ -247,6 +247,14 @@ impl<'s> Writer<'s> {
         }
     }
 
+    /// Whether `id` is stored (committed by anyone), answered as this writer's dedup answers
+    /// it (see [`Writer::indexed`]). For a caller that has an id it did not just put: content
+    /// hashed ahead by another writer (a capture's background baseline), to be referred to
+    /// only if it is still there.
+    pub fn stored(&self, id: &ObjectId) -> Result<bool> {
+        self.indexed(id)
+    }
+
     /// Whether `id` is in the index.
     ///
     /// A SQLite point query costs a few microseconds plus contention on the connection; on a

@@ -70,6 +70,8 @@ operations! {
         "Remove a worktree's directory and history; refused with unmerged changes unless forced.";
     "gc" => workspace::GcRequest, workspace::GcResponse,
         "Drop old history under the retention policy, sweep and repack the store, reclaim orphaned workspaces.";
+    "baseline" => workspace::BaselineRequest, workspace::BaselineResponse,
+        "Complete the baseline: hash the files a capture.time_budget left uncovered.";
     "pin" => workspace::PinRequest, workspace::PinResponse,
         "Pin a checkpoint: garbage collection never drops it.";
     "unpin" => workspace::PinRequest, workspace::PinResponse,

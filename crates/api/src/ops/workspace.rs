@@ -207,6 +207,17 @@ pub struct OtherGc {
     pub error: Option<String>,
 }
 
+/// Complete the baseline: hash every file a `capture.time_budget` left uncovered (within
+/// `capture.max_file_size`) and record them, a chunk at a time, holding the workspace lock only
+/// to record each chunk. Commands start one in the background when their capture ran out of
+/// budget; one runs per workspace (a second returns at once, `already_running`).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BaselineRequest {}
+
+/// What the run did.
+pub type BaselineResponse = rewind_core::BaselineReport;
+
 /// Pin a checkpoint (never collected) or unpin it.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -297,6 +308,17 @@ impl Service {
         Ok(self.ws()?.gc_due())
     }
 
+    /// Whether a capture left files for a background baseline: a front then starts the
+    /// `baseline` operation off its own path (see [`BaselineRequest`]).
+    pub fn baseline_due(&self) -> Result<bool, ApiError> {
+        Ok(self.ws()?.baseline_due())
+    }
+
+    /// The `baseline` operation: see [`BaselineRequest`].
+    pub fn baseline(&self, _req: &BaselineRequest) -> Result<BaselineResponse, ApiError> {
+        Ok(self.ws()?.complete_baseline(None)?)
+    }
+
     /// The `pin` operation: see [`PinRequest`].
     pub fn pin(&self, req: &PinRequest) -> Result<PinResponse, ApiError> {
         Ok(self.ws()?.pin(self.ctx.session(), &req.id, true)?)
@@ -382,7 +404,7 @@ impl Service {
     ) -> Result<InitResponse, ApiError> {
         let ws = self.open_workspace(req.force)?;
         let (capture, _) = ws.snapshot("init", progress)?;
-        Ok(InitResponse {
+        let response = InitResponse {
             id: ws.id().to_string(),
             root: ws.root().display().to_string(),
             state_dir: ws.state_dir().display().to_string(),
@@ -394,7 +416,13 @@ impl Service {
             new_objects: capture.stats.new_objects,
             uncovered: capture.uncovered.clone(),
             warnings: capture.warnings.clone(),
-        })
+        };
+        // Kept for what the front asks next (`baseline_due`): not opened a second time.
+        if let Some(w) = &self.live {
+            ws.use_live_watch(w.clone());
+        }
+        let _ = self.ws.set(ws);
+        Ok(response)
     }
 
     /// The `status` operation: see [`StatusRequest`]. Reads only.

@@ -38,34 +38,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     })?;
     emit(cli.json, &out, |o| println!("{}", o.id))?;
     if service.gc_due().unwrap_or(false) {
-        start_detached(cli, &["gc", "--auto"]);
+        super::start_detached(cli, &["gc", "--auto"]);
     }
     // `[remote] auto_push = "checkpoint"`: the remote gets the checkpoint without the agent
     // waiting for the upload. (One push of a workspace runs at a time; a second waits.)
     for name in service.auto_push_remotes().unwrap_or_default() {
-        start_detached(cli, &["push", &name]);
+        super::start_detached(cli, &["push", &name]);
     }
+    super::start_baseline_if_due(cli, &service);
     Ok(0)
-}
-
-/// Starts `rewind ARGS` for this workspace as a detached process (its own process group, no
-/// terminal, no output) and does not wait for it: the checkpoint is done. Used for
-/// `gc --auto` (which gives way at once if another gc of the workspace runs) and the automatic
-/// push. Best effort: a failure to start it only means the next checkpoint tries again.
-fn start_detached(cli: &Cli, args: &[&str]) {
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
-    let _ = Command::new(exe)
-        .arg("-C")
-        .arg(&cli.dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .env_remove("REWIND_FAILPOINT")
-        .process_group(0)
-        .spawn();
 }

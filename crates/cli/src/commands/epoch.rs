@@ -108,5 +108,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             })?;
         }
     }
+    super::start_baseline_if_due(cli, &service);
     Ok(0)
 }

@@ -53,5 +53,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
             out.changes.len()
         );
     }
+    super::start_baseline_if_due(cli, &service);
     Ok(out.exit_code)
 }

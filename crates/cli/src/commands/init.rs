@@ -96,5 +96,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         }
         println!("{}", r.id);
     })?;
+    super::start_baseline_if_due(cli, &service);
     Ok(0)
 }

@@ -1,6 +1,7 @@
 //! One module per command. Each exposes `Args` (clap) and `run`, returning the exit code.
 
 pub mod apply_patch;
+pub mod baseline;
 pub mod check_write;
 pub mod checkpoint;
 pub mod clone;
@@ -59,6 +60,7 @@ pub fn run(cli: &mut Cli) -> anyhow::Result<i32> {
         Command::Undo(args) => restore::run_undo(cli, args),
         Command::Recover(args) => recover::run(cli, args),
         Command::Gc(args) => gc::run(cli, args),
+        Command::Baseline(args) => baseline::run(cli, args),
         Command::ShadowPath(args) => shadow_path::run(cli, args),
         Command::Pin(args) => pin::run(cli, args),
         Command::Unpin(args) => pin::run_unpin(cli, args),
@@ -119,6 +121,36 @@ pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
             r.from, r.to, r.id
         )
     }))
+}
+
+/// Starts `rewind ARGS` for this workspace as a detached process (its own process group, no
+/// terminal, no output) and does not wait for it. Used for `gc --auto` (which gives way at
+/// once if another gc of the workspace runs), the automatic push and the background
+/// baseline. Best effort: a failure to start it only means a later command tries again.
+pub fn start_detached(cli: &Cli, args: &[&str]) {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let _ = Command::new(exe)
+        .arg("-C")
+        .arg(&cli.dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_remove("REWIND_FAILPOINT")
+        .process_group(0)
+        .spawn();
+}
+
+/// After a command that captured: when its capture ran out of `capture.time_budget`, the
+/// rest of the baseline is completed by a detached `rewind baseline --background`.
+pub fn start_baseline_if_due(cli: &Cli, service: &rewind_api::Service) {
+    if service.baseline_due().unwrap_or(false) {
+        start_detached(cli, &["baseline", "--background"]);
+    }
 }
 
 /// The workspace's running server, acting for this invocation's session; `None` when none

@@ -5,6 +5,7 @@
 //! read; unchanged directories keep their cached tree id and are not re-encoded.
 
 pub(crate) mod ignore_rules;
+pub(crate) mod prehash;
 pub mod scan;
 pub(crate) mod state;
 pub(crate) mod watch;
@@ -37,7 +38,12 @@ pub struct CaptureOptions<'a> {
     pub dirty: Option<&'a crate::capture::watch::Dirty>,
     /// Watch every directory the walk reads, just before reading it.
     pub watch: Option<&'a crate::capture::watch::Watcher>,
+    /// Files hashed ahead (a background baseline): their ids stand in for reading them.
+    pub prehashed: Option<&'a prehash::Prehashed>,
 }
+
+/// How the reason of a file left uncovered by `capture.time_budget` begins.
+pub const BUDGET_REASON: &str = "capture.time_budget";
 
 /// A path that exists but whose content is not in the store.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -73,6 +79,9 @@ pub struct CaptureStats {
     pub new_objects: u64,
     /// Bytes of pack files written (0 when the new objects went inline in the index).
     pub new_pack_bytes: u64,
+    /// Files left uncovered because `capture.time_budget` ran out: a background baseline
+    /// (`rewind baseline`) hashes them.
+    pub deferred: u64,
 }
 
 /// The result of one capture. The store side is already durable; the caller records it in the
@@ -179,6 +188,12 @@ pub(crate) fn capture(
         });
     }
     let writer = store.writer()?;
+    // `capture.time_budget` bounds the whole capture, so hashing stops early enough to leave
+    // time for what follows it (the trees, the store commit, the new cache, the record), which
+    // grows with the number of entries as the walk does: the walk's own time is the estimate.
+    let hash_until = opts
+        .time_budget
+        .map(|budget| start + budget.saturating_sub(start.elapsed()));
 
     // Hash what the cache could not vouch for, in parallel.
     let mut todo: Vec<(&Vec<u8>, usize, &Found)> = Vec::new();
@@ -192,7 +207,7 @@ pub(crate) fn capture(
     let results: Vec<(Vec<u8>, usize, Result<Found, Error>)> = todo
         .par_iter()
         .map(|(dir, i, f)| {
-            let r = hash_one(root, dir, f, &writer, opts, start);
+            let r = hash_one(root, dir, f, &writer, opts, hash_until);
             ((*dir).clone(), *i, r)
         })
         .collect();
@@ -203,6 +218,12 @@ pub(crate) fn capture(
         if f.stat.kind != EntryKind::Uncovered {
             stats.files_hashed += 1;
             stats.bytes_hashed += f.stat.size;
+        } else if f
+            .uncovered
+            .as_deref()
+            .is_some_and(|r| r.starts_with(BUDGET_REASON))
+        {
+            stats.deferred += 1;
         }
         dirs.get_mut(&dir).expect("walked directory")[i] = f;
     }
@@ -300,7 +321,7 @@ fn hash_one(
     f: &Found,
     writer: &Writer,
     opts: &CaptureOptions,
-    start: Instant,
+    hash_until: Option<Instant>,
 ) -> Result<Found, Error> {
     let rel = relpath::join(dir, &f.stat.name);
     let abs = relpath::to_path(root, &rel);
@@ -316,6 +337,14 @@ fn hash_one(
         out.known = true;
         return Ok(out);
     }
+    if let Some(id) = opts.prehashed.and_then(|p| p.vouch(&rel, &f.stat)) {
+        // Under the workspace lock (no sweep runs): the id may be used only if still stored.
+        if writer.stored(&id)? {
+            out.stat.id = id;
+            out.known = true;
+            return Ok(out);
+        }
+    }
     if f.stat.size > opts.max_file_size {
         return Ok(uncovered_file(
             f,
@@ -325,12 +354,12 @@ fn hash_one(
             ),
         ));
     }
-    if let Some(budget) = opts.time_budget {
-        if start.elapsed() > budget {
+    if let (Some(budget), Some(until)) = (opts.time_budget, hash_until) {
+        if Instant::now() > until {
             return Ok(uncovered_file(
                 f,
                 format!(
-                    "capture.time_budget ({}s) ran out before this file",
+                    "{BUDGET_REASON} ({}s) ran out before this file",
                     budget.as_secs()
                 ),
             ));

@@ -2,7 +2,7 @@
 //! recorded for the epoch being settled or as an external epoch; and the stat cache kept
 //! between the captures of one process.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rewind_store::{EntryKind, ObjectId};
 
@@ -135,7 +135,7 @@ impl Workspace {
             }
         }
         let changed = oplog::changes_after(&self.db(), after_pos)?;
-        for r in changed {
+        for r in &changed {
             candidates.entry(r.change.path.clone()).or_insert_with(|| {
                 old.get(&r.change.path).map(|s| Entry {
                     kind: s.kind,
@@ -145,7 +145,16 @@ impl Workspace {
                 })
             });
         }
+        // Each path's newest change after the cache, from the rows read above (in op-log
+        // order, so the last one of a path wins): one query, where a query per candidate cost
+        // seconds when a capture finds 100k paths changed (a background baseline's).
+        let latest: HashMap<&[u8], &oplog::ChangeRow> = changed
+            .iter()
+            .map(|r| (r.change.path.as_slice(), r))
+            .collect();
         let pending = self.pending_paths()?;
+        let covering = self.prehashed.borrow().is_some();
+        let is_uncovered = |e: &Option<Entry>| e.is_some_and(|e| e.kind == EntryKind::Uncovered);
         // A path that appears now, was absent as far as the op log knows, and was born before
         // the previous capture was one that capture could not see (ignored then, or inside an
         // unreadable directory): "existed, uncaptured", never "created", so no rewind deletes it.
@@ -176,9 +185,8 @@ impl Workspace {
             if pending.contains(&path) {
                 continue;
             }
-            let latest = oplog::latest_change(&self.db(), &path, after_pos)?;
-            let known = match latest {
-                Some(r) => row_state(&r),
+            let known = match latest.get(path.as_slice()) {
+                Some(r) => row_state(r),
                 None => cached,
             };
             let disk = capture.state.get(&path).map(|s| Entry {
@@ -187,6 +195,11 @@ impl Workspace {
                 size: s.size,
                 id: s.id,
             });
+            if covering && is_uncovered(&known) && disk.is_some_and(|d| !is_uncovered(&Some(d))) {
+                // A background baseline taking a file's content is not a change of the file:
+                // no row (the snapshot and the stat cache now hold the content).
+                continue;
+            }
             if !same(&known, &disk) {
                 let existed_uncaptured = known.is_none()
                     && capture
@@ -373,6 +386,12 @@ impl Workspace {
         let mut opts = self.capture_options(progress);
         opts.dirty = dirty;
         opts.watch = watch;
-        capture::capture(self.root(), self.store(), old, &opts)
+        let prehashed = self.prehashed.borrow();
+        opts.prehashed = prehashed.as_ref();
+        let capture = capture::capture(self.root(), self.store(), old, &opts)?;
+        if capture.stats.deferred > 0 {
+            self.baseline_deferred();
+        }
+        Ok(capture)
     }
 }

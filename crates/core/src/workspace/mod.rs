@@ -9,6 +9,7 @@
 //! followed (`registry`), a copy given a history of its own or one adopted (`adopt`).
 
 pub mod adopt;
+pub mod baseline;
 pub(crate) mod home;
 pub(crate) mod identity;
 pub mod lock;
@@ -76,6 +77,8 @@ pub struct Workspace {
     pub(crate) state_cache: std::cell::RefCell<Option<(crate::capture::state::StateStamp, State)>>,
     /// Inside [`Workspace::relaxed`]: commits do not flush.
     pub(crate) relaxed: std::cell::Cell<bool>,
+    /// Files a background baseline hashed, for its next capture (see [`baseline`]).
+    pub(crate) prehashed: std::cell::RefCell<Option<crate::capture::prehash::Prehashed>>,
 }
 
 impl Drop for Workspace {
@@ -111,6 +114,9 @@ pub struct Status {
     /// Paths whose content the last capture could not take (from the stat cache): never
     /// restored, never deleted.
     pub uncovered: Vec<Uncovered>,
+    /// A baseline still to complete: files a `capture.time_budget` left uncovered, which a
+    /// background `rewind baseline` is hashing (or will, at the next command).
+    pub baseline: Option<baseline::BaselineProgress>,
     /// The workspace's running server (`rewind serve`), if any: the service fills it in
     /// (the engine does not know servers).
     pub server: Option<server::ServerInfo>,
@@ -275,6 +281,7 @@ impl Workspace {
             live: std::cell::RefCell::new(None),
             state_cache: std::cell::RefCell::new(None),
             relaxed: std::cell::Cell::new(false),
+            prehashed: Default::default(),
             root,
             id,
             dir,
@@ -399,6 +406,7 @@ impl Workspace {
             progress,
             dirty: None,
             watch: None,
+            prehashed: None,
         }
     }
 
@@ -415,10 +423,13 @@ impl Workspace {
         self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
         let mut found = self.capture_found(progress)?;
+        crate::base::trace::phase("snapshot: attributed");
         crate::base::failpoint::hit("capture-before-record");
         let pos = self.transaction(|| self.record_found(&found, label, None))?;
+        crate::base::trace::phase("snapshot: recorded");
         crate::base::failpoint::hit("capture-before-state");
         self.save_state(&mut found)?;
+        crate::base::trace::phase("snapshot: state saved");
         Ok((found.capture, pos))
     }
 
@@ -458,6 +469,7 @@ impl Workspace {
             open_epochs: self.open_epochs()?,
             unfinished_restores: self.unfinished_restores()?,
             uncovered,
+            baseline: self.baseline_progress(&state),
             server: None,
             orphans: registry::orphans(self.home()),
         })
