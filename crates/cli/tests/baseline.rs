@@ -86,6 +86,20 @@ fn wait_for_background_runs(env: &Env) {
     }
 }
 
+/// A workspace whose last capture (an `exec`) deferred `FILES` new files for a spent budget,
+/// while this test holds `baseline.lock`: the run that `exec` started has given way. Returns
+/// the held lock and the files.
+fn deferred_while_a_run_holds_the_lock(env: &Env, seed: u64) -> (File, Vec<(String, Vec<u8>)>) {
+    write(env.root(), "keep.txt", b"keep\n");
+    init(env);
+    let held = hold_baseline_lock(env);
+    budget(env, Some("0s"));
+    let files = files(env, "data", seed);
+    sh(env, "S", "true");
+    wait_for_background_runs(env);
+    (held, files)
+}
+
 /// Every file restores to its content after the baseline: the content was captured. Run with
 /// no budget, so the rewrite and the restore capture in full.
 fn restores(env: &Env, files: &[(String, Vec<u8>)]) {
@@ -141,13 +155,7 @@ fn a_budget_that_runs_out_is_completed_in_the_background() {
 #[test]
 fn one_run_at_a_time_and_status_shows_what_is_left() {
     let env = Env::new();
-    write(env.root(), "keep.txt", b"keep\n");
-    init(&env);
-    let held = hold_baseline_lock(&env);
-    budget(&env, Some("0s"));
-    let files = files(&env, "data", 2);
-    sh(&env, "S", "true");
-    wait_for_background_runs(&env);
+    let (held, files) = deferred_while_a_run_holds_the_lock(&env, 2);
     let left = uncovered(&env);
     assert!(left.len() >= FILES, "{left:?}");
     let s = json(&env, "S", &["status"], 0);
@@ -172,13 +180,7 @@ fn one_run_at_a_time_and_status_shows_what_is_left() {
 #[test]
 fn killed_before_it_records_the_next_run_completes_it() {
     let env = Env::new();
-    write(env.root(), "keep.txt", b"keep\n");
-    init(&env);
-    let held = hold_baseline_lock(&env);
-    budget(&env, Some("0s"));
-    let files = files(&env, "data", 3);
-    sh(&env, "S", "true");
-    wait_for_background_runs(&env);
+    let (held, files) = deferred_while_a_run_holds_the_lock(&env, 3);
     let left = uncovered(&env).len();
     drop(held);
     let o = env
@@ -212,13 +214,7 @@ fn killed_before_it_records_the_next_run_completes_it() {
 fn a_file_changed_between_the_hash_and_the_record_is_not_recorded_stale() {
     use std::io::{BufRead, BufReader};
     let env = Env::new();
-    write(env.root(), "keep.txt", b"keep\n");
-    init(&env);
-    let held = hold_baseline_lock(&env);
-    budget(&env, Some("0s"));
-    let files = files(&env, "data", 4);
-    sh(&env, "S", "true");
-    wait_for_background_runs(&env);
+    let (held, files) = deferred_while_a_run_holds_the_lock(&env, 4);
     drop(held);
     // The workspace lock held here: the run hashes, then waits for it to record.
     let ws_lock = File::options()

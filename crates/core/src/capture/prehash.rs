@@ -175,6 +175,15 @@ mod tests {
         }
     }
 
+    fn store_in(dir: &Path) -> rewind_store::Store {
+        rewind_store::Store::open(
+            &dir.join("packs"),
+            &dir.join("index.sqlite"),
+            Default::default(),
+        )
+        .unwrap()
+    }
+
     fn set_mtime(path: &Path, secs: i64) {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64);
         std::fs::File::options()
@@ -206,12 +215,7 @@ mod tests {
             + 3600;
         set_mtime(&ws.join("racy"), later as i64);
         std::os::unix::fs::symlink("b", ws.join("link")).unwrap();
-        let store = rewind_store::Store::open(
-            &t.path().join("packs"),
-            &t.path().join("index.sqlite"),
-            Default::default(),
-        )
-        .unwrap();
+        let store = store_in(t.path());
         let writer = store.writer().unwrap();
         let paths: Vec<Vec<u8>> = ["d/a", "b", "big", "racy", "link", "gone"]
             .iter()
@@ -247,12 +251,7 @@ mod tests {
     fn past_the_deadline_nothing_is_begun() {
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("f"), "x").unwrap();
-        let store = rewind_store::Store::open(
-            &t.path().join("packs"),
-            &t.path().join("index.sqlite"),
-            Default::default(),
-        )
-        .unwrap();
+        let store = store_in(t.path());
         let writer = store.writer().unwrap();
         let run = prehash(t.path(), &writer, &[b"f".to_vec()], Instant::now(), 100).unwrap();
         assert!(run.tried.is_empty() && run.prehashed.len() == 0);
