@@ -48,13 +48,31 @@ impl Prehashed {
     /// read: same kind, mode, size, mtime, ctime and inode.
     pub(crate) fn vouch(&self, rel: &[u8], now: &StatEntry) -> Option<ObjectId> {
         let e = self.entries.get(rel)?;
-        let same = e.kind == now.kind
-            && e.mode == now.mode
-            && e.size == now.size
-            && e.mtime_ns == now.mtime_ns
-            && e.ctime_ns == now.ctime_ns
-            && e.ino == now.ino;
-        same.then_some(e.id)
+        same_stat(e, now).then_some(e.id)
+    }
+}
+
+/// Kind, mode, size, mtime, ctime and inode all equal: the same file, as far as `lstat` tells.
+fn same_stat(a: &StatEntry, b: &StatEntry) -> bool {
+    a.kind == b.kind
+        && a.mode == b.mode
+        && a.size == b.size
+        && a.mtime_ns == b.mtime_ns
+        && a.ctime_ns == b.ctime_ns
+        && a.ino == b.ino
+}
+
+/// The entry of the regular file `rel` with metadata `m` and content `id`.
+fn file_entry(rel: &[u8], m: &std::fs::Metadata, id: ObjectId) -> StatEntry {
+    StatEntry {
+        name: relpath::split(rel).1.to_vec(),
+        kind: EntryKind::File,
+        mode: m.mode() & 0o7777,
+        size: m.size(),
+        mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+        ino: m.ino(),
+        id,
     }
 }
 
@@ -137,23 +155,8 @@ fn hash_one(
     let Ok(after) = file.metadata() else {
         return Ok(None);
     };
-    let entry = |m: &std::fs::Metadata| StatEntry {
-        name: relpath::split(rel).1.to_vec(),
-        kind: EntryKind::File,
-        mode: m.mode() & 0o7777,
-        size: m.size(),
-        mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-        ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
-        ino: m.ino(),
-        id,
-    };
-    let (b, a) = (entry(&before), entry(&after));
-    let unchanged = b.mode == a.mode
-        && b.size == a.size
-        && a.size == size
-        && b.mtime_ns == a.mtime_ns
-        && b.ctime_ns == a.ctime_ns
-        && b.ino == a.ino;
+    let (b, a) = (file_entry(rel, &before, id), file_entry(rel, &after, id));
+    let unchanged = same_stat(&b, &a) && a.size == size;
     Ok((unchanged && a.mtime_ns < began).then_some(a))
 }
 
@@ -163,16 +166,7 @@ mod tests {
 
     fn stat_of(root: &Path, rel: &str) -> StatEntry {
         let m = std::fs::symlink_metadata(root.join(rel)).unwrap();
-        StatEntry {
-            name: rel.rsplit('/').next().unwrap().as_bytes().to_vec(),
-            kind: EntryKind::File,
-            mode: m.mode() & 0o7777,
-            size: m.size(),
-            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-            ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
-            ino: m.ino(),
-            id: ObjectId::ZERO,
-        }
+        file_entry(rel.as_bytes(), &m, ObjectId::ZERO)
     }
 
     fn store_in(dir: &Path) -> rewind_store::Store {
