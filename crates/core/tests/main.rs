@@ -18,6 +18,7 @@ mod moved;
 mod restore;
 mod roundtrip;
 mod unchanged_tree;
+mod watched_tree;
 mod worktree;
 
 #[test]

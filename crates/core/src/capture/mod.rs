@@ -16,6 +16,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -166,11 +167,18 @@ pub(crate) fn capture(
         },
     );
     let mut dirs = walk.dirs;
+    // With a watcher's dirty set, `dirs` holds only the directories the walk entered; the
+    // rest of the new state is the cache's, shared, so what follows costs O(entered).
+    let partial = opts.dirty.is_some();
     crate::base::trace::phase("capture: walk");
-    if unchanged(&dirs, old) {
+    if unchanged(&dirs, old, partial) {
         // Nothing to hash, no tree to build, no new cache to diff: the usual case of an
         // `exec` whose command changed nothing, and of every capture with no edits since.
-        let entries = dirs.values().map(|e| e.len() as u64).sum();
+        let entries = if partial {
+            old.dirs.values().map(|e| e.len() as u64).sum()
+        } else {
+            dirs.values().map(|e| e.len() as u64).sum()
+        };
         crate::base::drop_in_background(dirs);
         return Ok(Capture {
             root: old.root,
@@ -228,7 +236,7 @@ pub(crate) fn capture(
         dirs.get_mut(&dir).expect("walked directory")[i] = f;
     }
 
-    let root_id = build_trees(&mut dirs, old, &writer)?;
+    let root_id = build_trees(&mut dirs, old, &writer, partial)?;
     crate::base::trace::phase("capture: trees");
     let commit: CommitStats = writer.commit()?;
     crate::base::trace::phase("capture: store commit");
@@ -256,20 +264,34 @@ pub(crate) fn capture(
         })
         .collect();
     let mut uncovered = Vec::new();
-    let mut state = State {
-        root: root_id,
-        pos: old.pos,
-        dirs: HashMap::with_capacity(converted.len()),
-        written_ns: 0,
+    let (state, changes) = if partial {
+        let mut entered = Vec::with_capacity(converted.len());
+        for (dir, entries, u) in converted {
+            uncovered.extend(u);
+            entered.push((dir, entries));
+        }
+        let (state, compared) = merged_state(old, root_id, entered);
+        stats.entries = state.dirs.values().map(|e| e.len() as u64).sum();
+        crate::base::trace::phase("capture: new state");
+        let changes = diff_dirs(old, &state, compared.iter().collect());
+        (state, changes)
+    } else {
+        let mut state = State {
+            root: root_id,
+            pos: old.pos,
+            dirs: HashMap::with_capacity(converted.len()),
+            written_ns: 0,
+        };
+        for (dir, entries, u) in converted {
+            stats.entries += entries.len() as u64;
+            uncovered.extend(u);
+            state.dirs.insert(dir, Arc::new(entries));
+        }
+        crate::base::trace::phase("capture: new state");
+        let changes = diff_states(old, &state);
+        (state, changes)
     };
-    for (dir, entries, u) in converted {
-        stats.entries += entries.len() as u64;
-        uncovered.extend(u);
-        state.dirs.insert(dir, entries);
-    }
     uncovered.sort_by(|a, b| a.path.cmp(&b.path));
-    crate::base::trace::phase("capture: new state");
-    let changes = diff_states(old, &state);
     crate::base::trace::phase("capture: diff");
     let state_changed = !changes.is_empty() || stats.files_hashed > 0 || old.root != state.root;
     Ok(Capture {
@@ -288,9 +310,10 @@ pub(crate) fn capture(
 /// Whether the walk found exactly what the cache holds: the same directories, each with the
 /// same names, every file and symlink vouched for by its stat (not racy), every directory with
 /// its mode. Then the cache's trees are the tree. Conservative: an uncovered entry anywhere
-/// (its reason is reported afresh) takes the full path.
-fn unchanged(dirs: &HashMap<Vec<u8>, Vec<Found>>, old: &State) -> bool {
-    if old.is_empty() || old.root == ObjectId::ZERO || dirs.len() != old.dirs.len() {
+/// (its reason is reported afresh) takes the full path. `partial`: `dirs` holds only the
+/// directories a watcher's walk entered, the others being the cache's.
+fn unchanged(dirs: &HashMap<Vec<u8>, Vec<Found>>, old: &State, partial: bool) -> bool {
+    if old.is_empty() || old.root == ObjectId::ZERO || (!partial && dirs.len() != old.dirs.len()) {
         return false;
     }
     dirs.par_iter().all(|(dir, entries)| {
@@ -298,7 +321,7 @@ fn unchanged(dirs: &HashMap<Vec<u8>, Vec<Found>>, old: &State) -> bool {
             return false;
         };
         cached.len() == entries.len()
-            && entries.iter().zip(cached).all(|(f, c)| {
+            && entries.iter().zip(cached.iter()).all(|(f, c)| {
                 f.uncovered.is_none()
                     && f.stat.name == c.name
                     && match f.stat.kind {
@@ -450,10 +473,15 @@ fn tree_entry(s: &StatEntry) -> TreeEntry {
 
 /// Builds trees bottom-up, reusing the cached tree id of every directory whose entries did not
 /// change. Returns the root tree id.
+/// Writes the tree of every directory in `dirs` whose listing differs from the cache's (the
+/// others keep their cached tree id), deepest first; the root's id. `partial`: a directory
+/// the walk did not enter is unchanged below, and keeps the tree id its parent's cached
+/// listing gives it.
 fn build_trees(
     dirs: &mut HashMap<Vec<u8>, Vec<Found>>,
     old: &State,
     writer: &Writer,
+    partial: bool,
 ) -> Result<ObjectId, Error> {
     let mut order: Vec<Vec<u8>> = dirs.keys().cloned().collect();
     let depth = |p: &[u8]| {
@@ -470,7 +498,11 @@ fn build_trees(
         for f in entries.iter_mut() {
             if f.stat.kind == EntryKind::Dir {
                 let child = relpath::join(&dir, &f.stat.name);
-                f.stat.id = tree_ids.get(&child).copied().unwrap_or(ObjectId::ZERO);
+                f.stat.id = match tree_ids.get(&child) {
+                    Some(id) => *id,
+                    None if partial => old_tree_id(old, &child).unwrap_or(ObjectId::ZERO),
+                    None => ObjectId::ZERO,
+                };
             }
         }
         let unchanged = old.dirs.get(&dir).is_some_and(|cached| {
@@ -497,6 +529,64 @@ fn build_trees(
         tree_ids.insert(dir, id);
     }
     Ok(tree_ids.get(&Vec::new()).copied().unwrap_or(ObjectId::ZERO))
+}
+
+/// The state after a partial walk: the cache's listings (shared, not copied) with the
+/// `entered` directories' replaced, less every cached directory an entered one no longer
+/// lists as a directory (and everything below it). Also the directories whose listing may
+/// differ from the cache's, for the diff: the entered ones and the ones dropped.
+fn merged_state(
+    old: &State,
+    root: ObjectId,
+    entered: Vec<(Vec<u8>, Vec<StatEntry>)>,
+) -> (State, Vec<Vec<u8>>) {
+    let mut dirs = old.dirs.clone();
+    let mut compared = Vec::with_capacity(entered.len());
+    let mut gone: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    for (dir, entries) in entered {
+        if let Some(before) = old.dirs.get(&dir) {
+            let subdirs = |v: &[StatEntry]| {
+                v.iter()
+                    .filter(|e| e.kind == EntryKind::Dir)
+                    .map(|e| e.name.clone())
+                    .collect::<std::collections::BTreeSet<_>>()
+            };
+            let now = subdirs(&entries);
+            for name in subdirs(before) {
+                if !now.contains(&name) {
+                    gone.insert(relpath::join(&dir, &name));
+                }
+            }
+        }
+        compared.push(dir.clone());
+        dirs.insert(dir, Arc::new(entries));
+    }
+    if !gone.is_empty() {
+        let under_gone = |dir: &[u8]| {
+            let mut p = dir;
+            while !p.is_empty() {
+                if gone.contains(p) {
+                    return true;
+                }
+                p = relpath::split(p).0;
+            }
+            false
+        };
+        dirs.retain(|dir, _| {
+            let drop = under_gone(dir);
+            if drop {
+                compared.push(dir.clone());
+            }
+            !drop
+        });
+    }
+    let state = State {
+        root,
+        pos: old.pos,
+        dirs,
+        written_ns: 0,
+    };
+    (state, compared)
 }
 
 fn old_tree_id(old: &State, dir: &[u8]) -> Option<ObjectId> {
@@ -526,17 +616,21 @@ fn entry_of(s: &StatEntry) -> Entry {
 /// compared in parallel: this runs on every capture, and on a tree where nothing changed it
 /// is all there is to do after the walk.
 pub(crate) fn diff_states(old: &State, new: &State) -> Vec<Change> {
-    let mut keys: Vec<&Vec<u8>> = old.dirs.keys().chain(new.dirs.keys()).collect();
+    diff_dirs(old, new, old.dirs.keys().chain(new.dirs.keys()).collect())
+}
+
+/// As [`diff_states`], comparing only the listings of directories `keys` (the only ones that
+/// can differ).
+fn diff_dirs(old: &State, new: &State, mut keys: Vec<&Vec<u8>>) -> Vec<Change> {
     keys.sort_unstable();
     keys.dedup();
     let mut changes: Vec<Change> = keys
         .par_iter()
         .flat_map_iter(|dir| {
-            let empty = Vec::new();
             diff_dir(
                 dir,
-                old.dirs.get(*dir).unwrap_or(&empty),
-                new.dirs.get(*dir).unwrap_or(&empty),
+                old.dirs.get(*dir).map_or(&[][..], |v| v.as_slice()),
+                new.dirs.get(*dir).map_or(&[][..], |v| v.as_slice()),
             )
         })
         .collect();

@@ -50,7 +50,10 @@ pub(crate) struct Found {
     pub uncovered: Option<String>,
 }
 
-/// Result of a walk: every directory's entries, sorted by name.
+/// Result of a walk: every directory's entries, sorted by name. With
+/// [`WalkOptions::dirty`], only the directories the walk entered (those re-read and their
+/// ancestors): every other directory is as the cache has it, unless an entered directory no
+/// longer lists it (see `capture::merged_state`).
 pub(crate) struct Walk {
     pub dirs: HashMap<Vec<u8>, Vec<Found>>,
     pub warnings: Vec<String>,
@@ -86,23 +89,6 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
             .and_then(|entries| entries.iter_mut().find(|f| f.stat.name == name))
         {
             *f = uncovered(name.to_vec(), 0, why);
-        }
-    }
-    if opts.dirty.is_some() {
-        // Directories the walk did not enter are unchanged: take them from the cache, parents
-        // first, as long as their parent still lists them as a directory.
-        let mut rest: Vec<&Vec<u8>> = old.dirs.keys().filter(|k| !dirs.contains_key(*k)).collect();
-        rest.sort_by_key(|k| k.iter().filter(|b| **b == b'/').count());
-        for rel in rest {
-            let (parent, name) = relpath::split(rel);
-            let listed = dirs.get(parent).is_some_and(|entries: &Vec<Found>| {
-                entries
-                    .iter()
-                    .any(|f| f.stat.name == name && f.stat.kind == EntryKind::Dir)
-            });
-            if listed && !rel.is_empty() {
-                dirs.insert(rel.clone(), cached_found(&old.dirs[rel]));
-            }
         }
     }
     Walk {

@@ -21,6 +21,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use rewind_store::{EntryKind, ObjectId};
 
@@ -74,6 +75,9 @@ impl StateStamp {
     }
 }
 
+/// A directory's cached entries, sorted by name; shared between the states made from it.
+pub type Listing = Arc<Vec<StatEntry>>;
+
 /// The cache: directory path → its entries sorted by name.
 #[derive(Clone, Debug, Default)]
 pub struct State {
@@ -81,7 +85,9 @@ pub struct State {
     /// The op-log position this cache is consistent with: every difference between it and the
     /// op log's view was recorded at or before this position.
     pub pos: i64,
-    pub dirs: HashMap<Vec<u8>, Vec<StatEntry>>,
+    /// Shared listings: a capture that re-read a few directories makes its new state from
+    /// the old one by replacing those, without copying the rest (O(directories), not O(files)).
+    pub dirs: HashMap<Vec<u8>, Listing>,
     /// mtime of the state file when it was loaded; entries at or after it are racy.
     pub written_ns: i64,
 }
@@ -159,7 +165,7 @@ fn encode(s: &State) -> Vec<u8> {
         out.extend_from_slice(&(path.len() as u32).to_le_bytes());
         out.extend_from_slice(path);
         out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-        for e in entries {
+        for e in entries.iter() {
             out.extend_from_slice(&(e.name.len() as u32).to_le_bytes());
             out.extend_from_slice(&e.name);
             out.push(e.kind as u8);
@@ -212,9 +218,9 @@ fn decode(data: &[u8]) -> Option<State> {
     if !r.is_done() {
         return None;
     }
-    let decoded: Option<Vec<(Vec<u8>, Vec<StatEntry>)>> = spans
+    let decoded: Option<Vec<(Vec<u8>, Listing)>> = spans
         .into_par_iter()
-        .map(|(path, n, bytes)| Some((path.to_vec(), decode_entries(bytes, n)?)))
+        .map(|(path, n, bytes)| Some((path.to_vec(), Arc::new(decode_entries(bytes, n)?))))
         .collect();
     Some(State {
         root,
@@ -307,7 +313,7 @@ mod tests {
         };
         s.dirs.insert(
             b"a\xff".to_vec(),
-            vec![StatEntry {
+            Arc::new(vec![StatEntry {
                 name: b"x".to_vec(),
                 kind: EntryKind::File,
                 mode: 0o755,
@@ -316,7 +322,7 @@ mod tests {
                 ctime_ns: 6,
                 ino: 7,
                 id: ObjectId([2; 32]),
-            }],
+            }]),
         );
         s.save(&p).unwrap();
         let l = State::load(&p);

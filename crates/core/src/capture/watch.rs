@@ -251,6 +251,12 @@ impl Watcher {
         (dirty, n)
     }
 
+    /// For a [`LiveWatch`]: the next take cannot vouch for anything (the stat cache it would
+    /// start from is older than what the last take's capture knew; see `Taken::lost`).
+    pub(crate) fn doubt(&self) {
+        self.unsaved.store(u64::MAX, Ordering::SeqCst);
+    }
+
     /// For a [`LiveWatch`]: the capture of take `n` is the saved stat cache now, so the next
     /// take may start from it. A later take in between (another handle's) keeps its own.
     pub(crate) fn saved(&self, n: u64) {
@@ -288,11 +294,13 @@ impl Watcher {
 #[derive(Clone)]
 pub struct LiveWatch(pub(crate) Arc<Watcher>, Arc<Mutex<Option<Kept>>>);
 
-/// A stat cache and the `state.bin` it matches.
-type Kept = (
-    crate::capture::state::StateStamp,
-    crate::capture::state::State,
-);
+/// A stat cache and the `state.bin` it was made from; `unsaved`: the cache is newer than that
+/// file (a server's capture that left the write for later, see `Workspace::save_and_keep_state`).
+pub(crate) struct Kept {
+    pub stamp: crate::capture::state::StateStamp,
+    pub state: crate::capture::state::State,
+    pub unsaved: bool,
+}
 
 impl LiveWatch {
     /// A watcher for the workspace rooted at `root`; `None` where inotify is unavailable or

@@ -77,8 +77,13 @@ impl Workspace {
         dirty: Option<&crate::capture::watch::Dirty>,
         watch: Option<&crate::capture::watch::Watcher>,
     ) -> Result<Found, Error> {
-        let (old, stamp) = self.take_state();
-        let dirty = dirty.filter(|_| !old.is_empty());
+        let Taken {
+            state: old,
+            stamp,
+            unsaved,
+            lost,
+        } = self.take_state();
+        let dirty = dirty.filter(|_| !old.is_empty() && !lost);
         let mut capture = self.run_capture(&old, progress, dirty, watch)?;
         // A walk that found the tree exactly as cached leaves the cache to be the new state.
         let old = if capture.same_as_cache {
@@ -96,6 +101,7 @@ impl Workspace {
                 capture,
                 changes,
                 stamp,
+                unsaved,
             });
         }
         // With no usable cache, the newest snapshot is the baseline.
@@ -168,7 +174,7 @@ impl Workspace {
                 let inos = old
                     .dirs
                     .values()
-                    .flatten()
+                    .flat_map(|v| v.iter())
                     .filter(|e| captured(e.kind))
                     .map(|e| e.ino)
                     .collect();
@@ -222,6 +228,7 @@ impl Workspace {
             capture,
             changes,
             stamp,
+            unsaved,
         })
     }
 
@@ -319,9 +326,12 @@ impl Workspace {
     /// Saves the stat cache after the op log recorded everything it implies. A capture that
     /// changed nothing in the cache skips the write (8 MB at 100k files): an older `pos` stays
     /// valid, it only means a few more op-log rows are re-checked next time.
+    /// A cache newer than the file (a server's, see [`Workspace::save_and_keep_state`]) is
+    /// always written.
     pub(crate) fn save_state(&self, found: &mut Found) -> Result<(), Error> {
         let pos = oplog::last_pos(&self.db())?;
-        if !found.capture.state_changed && pos - found.capture.state.pos < 10_000 {
+        if !found.capture.state_changed && !found.unsaved && pos - found.capture.state.pos < 10_000
+        {
             // The saved cache is still what this capture found.
             self.live_saved();
             return Ok(());
@@ -341,36 +351,87 @@ impl Workspace {
 
     /// [`Workspace::save_state`], then keeps the state in memory for this process's next
     /// capture (the closing capture of an `exec`).
+    ///
+    /// A server's captures (a live watcher) write `state.bin` at most every
+    /// [`KEEP_UNSAVED_NS`]: writing it is O(tree) (8 MB at 100k files, about 20 ms), and a
+    /// capture the watcher vouches for is O(changed). Until then the newer cache lives only in
+    /// memory, which is safe because an older `state.bin` is always a valid cache (its `pos`
+    /// says which op-log rows it has not seen; see [`Workspace::save_state`]), and because a
+    /// process that replaces `state.bin` meanwhile makes the server walk the whole tree (see
+    /// [`Workspace::take_state`]). A server killed before the write leaves the older file:
+    /// the next command re-hashes what changed since, as after any crash.
     pub(crate) fn save_and_keep_state(&self, mut found: Found) -> Result<(), Error> {
+        let deferred = found.stamp.filter(|stamp| {
+            self.live.borrow().is_some()
+                && crate::base::now_ns() - stamp.mtime_ns() < KEEP_UNSAVED_NS
+        });
+        if let Some(stamp) = deferred {
+            let mut state = found.capture.state;
+            state.pos = oplog::last_pos(&self.db())?;
+            if state.written_ns == 0 {
+                // Freshly made: an entry is racy if modified at or after the walk began
+                // (no file was written to take the mtime of). A cache that did not change
+                // keeps the cutoff it had.
+                state.written_ns = found.capture.started_ns;
+            }
+            self.live_saved();
+            self.keep_state(stamp, state, true);
+            return Ok(());
+        }
         self.save_state(&mut found)?;
         if let Some(stamp) = found.stamp {
-            self.keep_state(stamp, found.capture.state);
+            self.keep_state(stamp, found.capture.state, false);
         }
         Ok(())
     }
 
     /// The stat cache: the one this process kept, if `state.bin` is still the file it matches
-    /// (one `stat`), else read from disk.
-    pub(crate) fn take_state(&self) -> (State, Option<StateStamp>) {
+    /// (one `stat`), else read from disk; whether it is newer than that file, and whether a
+    /// newer one was lost (then the live watcher's next take is in doubt too).
+    pub(crate) fn take_state(&self) -> Taken {
         let path = self.state_path();
         // A server's handles share one kept cache through its live watcher.
         let shared = self.live.borrow().as_ref().and_then(|(w, _)| w.take_kept());
         let kept = shared.or_else(|| self.state_cache.borrow_mut().take());
-        if let Some((stamp, state)) = kept {
-            if StateStamp::of(&path) == Some(stamp) {
-                return (state, Some(stamp));
+        let mut lost = false;
+        if let Some(k) = kept {
+            if StateStamp::of(&path) == Some(k.stamp) {
+                return Taken {
+                    state: k.state,
+                    stamp: Some(k.stamp),
+                    unsaved: k.unsaved,
+                    lost: false,
+                };
+            }
+            lost = k.unsaved;
+            if let (true, Some((w, _))) = (lost, self.live.borrow().as_ref()) {
+                w.0.doubt();
             }
         }
-        State::load_stamped(&path)
+        let (state, stamp) = State::load_stamped(&path);
+        Taken {
+            state,
+            stamp,
+            unsaved: false,
+            lost,
+        }
     }
 
-    /// Keeps `state` (which matches the file stamped `stamp`) for [`Workspace::take_state`].
-    pub(crate) fn keep_state(&self, stamp: StateStamp, mut state: State) {
-        // As if loaded from that file: entries modified at or after its mtime are racy.
-        state.written_ns = stamp.mtime_ns();
+    /// Keeps `state` (made from the file stamped `stamp`; newer than it if `unsaved`) for
+    /// [`Workspace::take_state`].
+    pub(crate) fn keep_state(&self, stamp: StateStamp, mut state: State, unsaved: bool) {
+        if state.written_ns == 0 {
+            // As if loaded from that file: entries modified at or after its mtime are racy.
+            state.written_ns = stamp.mtime_ns();
+        }
+        let kept = crate::capture::watch::Kept {
+            stamp,
+            state,
+            unsaved,
+        };
         match self.live.borrow().as_ref() {
-            Some((w, _)) => w.keep((stamp, state)),
-            None => *self.state_cache.borrow_mut() = Some((stamp, state)),
+            Some((w, _)) => w.keep(kept),
+            None => *self.state_cache.borrow_mut() = Some(kept),
         }
     }
 
@@ -394,4 +455,22 @@ impl Workspace {
         }
         Ok(capture)
     }
+}
+
+/// How long a server keeps a stat cache newer than `state.bin` before writing it (see
+/// [`Workspace::save_and_keep_state`]).
+pub(crate) const KEEP_UNSAVED_NS: i64 = 10_000_000_000;
+
+/// What [`Workspace::take_state`] found.
+pub(crate) struct Taken {
+    pub state: State,
+    /// The `state.bin` the cache was read from or made from, if there is one.
+    pub stamp: Option<StateStamp>,
+    /// The cache is newer than that file (kept unsaved by a server).
+    pub unsaved: bool,
+    /// A cache newer than `state.bin` was dropped because another process replaced the file
+    /// meanwhile. That process's cache came from the older file, so a watcher's take, which
+    /// covers only what happened since this process's last capture, cannot vouch for the
+    /// difference: the caller walks the whole tree.
+    pub lost: bool,
 }

@@ -58,6 +58,8 @@ pub(crate) struct Found {
     pub changes: Vec<Change>,
     /// The state file the capture started from, if it is still the one on disk.
     pub stamp: Option<StateStamp>,
+    /// The cache the capture started from is newer than that file (a server's, kept unsaved).
+    pub unsaved: bool,
 }
 
 /// The last known state of `rel`, `None` inside meaning absent, outer `None` meaning never seen

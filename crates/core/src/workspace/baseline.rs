@@ -190,10 +190,10 @@ impl Workspace {
     /// is replaced whole).
     fn baseline_todo_now(&self, tried: &HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
         // The cache this process kept when it saved it, if the file is still that one.
-        let (state, stamp) = self.take_state();
-        let todo = self.baseline_todo(&state, tried);
-        if let Some(stamp) = stamp {
-            self.keep_state(stamp, state);
+        let t = self.take_state();
+        let todo = self.baseline_todo(&t.state, tried);
+        if let Some(stamp) = t.stamp {
+            self.keep_state(stamp, t.state, t.unsaved);
         }
         todo
     }

@@ -74,7 +74,7 @@ pub struct Workspace {
     /// The stat cache this process last loaded or saved, and which file it matches: an
     /// `exec` captures before and after its command, and the second capture takes the state
     /// the first one left instead of reading it again (see `Workspace::take_state`).
-    pub(crate) state_cache: std::cell::RefCell<Option<(crate::capture::state::StateStamp, State)>>,
+    pub(crate) state_cache: std::cell::RefCell<Option<crate::capture::watch::Kept>>,
     /// Inside [`Workspace::relaxed`]: commits do not flush.
     pub(crate) relaxed: std::cell::Cell<bool>,
     /// Files a background baseline hashed, for its next capture (see [`baseline`]).

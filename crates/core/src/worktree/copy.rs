@@ -162,7 +162,9 @@ fn copy_dir(
         cached.extend(entry);
         out.absorb(part);
     }
-    out.state.dirs.insert(dir.to_vec(), cached);
+    out.state
+        .dirs
+        .insert(dir.to_vec(), std::sync::Arc::new(cached));
     Ok(out)
 }
 
