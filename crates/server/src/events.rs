@@ -80,12 +80,20 @@ pub fn follow(shared: Arc<Shared>) {
         .into_iter()
         .map(|(id, _)| id)
         .collect();
+    let mut commits = svc.commits_seen().ok();
     std::thread::spawn(move || {
         while !shared.stopping.load(Ordering::SeqCst) {
             std::thread::sleep(FOLLOW_EVERY);
+            // The log (with each epoch's change counts) is read only when something committed
+            // since the last read: an idle server does no work.
+            let now_commits = svc.commits_seen().ok();
+            if now_commits.is_some() && now_commits == commits {
+                continue;
+            }
             let Some(entries) = final_entries(&svc) else {
                 continue;
             };
+            commits = now_commits;
             let mut now = HashSet::new();
             for (id, event) in entries {
                 if !seen.contains(&id) {

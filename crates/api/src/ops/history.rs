@@ -156,6 +156,13 @@ pub struct DiffRequest {
 pub type DiffResponse = Diff;
 
 impl Service {
+    /// A number that changes whenever another process or handle commits to the workspace's
+    /// op log or store: a front that polls the log (the server's event follower) reads it
+    /// again only when this changed. Not an operation of its own (no method, no command).
+    pub fn commits_seen(&self) -> Result<i64, ApiError> {
+        Ok(self.ws()?.commits_seen()?)
+    }
+
     /// The `log` operation: see [`LogRequest`].
     pub fn log(&self, req: &LogRequest) -> Result<LogResponse, ApiError> {
         let ws = self.ws()?;

@@ -438,6 +438,15 @@ impl Workspace {
         db::snapshots::all(&self.db())
     }
 
+    /// A number that changes whenever another connection (another handle, another process)
+    /// commits to the workspace's database (SQLite's `data_version`): a poller reads the op
+    /// log again only when it did.
+    pub fn commits_seen(&self) -> Result<i64, Error> {
+        Ok(self
+            .db()
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
     /// The workspace's status. Reads only; takes no lock.
     pub fn status(&self) -> Result<Status, Error> {
         let snapshots = db::snapshots::count(&self.db())?;
