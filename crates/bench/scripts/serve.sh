@@ -110,26 +110,28 @@ for d in dirs:
     names = sorted(os.listdir(os.path.join(ws, d)))[:100]
     targets += [os.path.join(d, x) for x in names]
 script = "for f in \"$@\"; do echo changed >> \"$f\"; done"
-runs = []
-bare = []
-hashed = []
-for i in range(7):
-    t = time.perf_counter(); subprocess.run(["sh", "-c", script, "sh"] + targets, cwd=ws, check=True); bare.append((time.perf_counter() - t) * 1000)
-    # The bare run's 1,000 changes are recorded now, untimed, as an external epoch: otherwise
-    # the timed epoch would begin by recording them (two 1,000-file captures, not one).
-    call("exec", command=["true"])
-    t = time.perf_counter()
-    r = call("exec", command=["sh", "-c", script, "sh"] + targets)
-    runs.append((time.perf_counter() - t) * 1000)
-    assert len(r["changes"]) == len(targets), len(r["changes"])
-    t = time.perf_counter(); subprocess.run(["b2sum"] + targets, cwd=ws, check=True, stdout=subprocess.DEVNULL); hashed.append((time.perf_counter() - t) * 1000)
-print(noop, write, statistics.median(runs), statistics.median(bare), statistics.median(hashed))
+def rewrite(targets, times):
+    runs, bare, hashed = [], [], []
+    for i in range(times):
+        t = time.perf_counter(); subprocess.run(["sh", "-c", script, "sh"] + targets, cwd=ws, check=True); bare.append((time.perf_counter() - t) * 1000)
+        # The bare run's changes are recorded now, untimed, as an external epoch: otherwise
+        # the timed epoch would begin by recording them (two captures of them, not one).
+        call("exec", command=["true"])
+        t = time.perf_counter()
+        r = call("exec", command=["sh", "-c", script, "sh"] + targets)
+        runs.append((time.perf_counter() - t) * 1000)
+        assert len(r["changes"]) == len(targets), len(r["changes"])
+        t = time.perf_counter(); subprocess.run(["b2sum"] + targets, cwd=ws, check=True, stdout=subprocess.DEVNULL); hashed.append((time.perf_counter() - t) * 1000)
+    return statistics.median(runs), statistics.median(bare), statistics.median(hashed)
+one = rewrite(targets[:1], 21)
+many = rewrite(targets, 7)
+print(noop, write, *many, *one)
 PY
-read -r srv_noop srv_write srv_1000 bare_1000 hash_1000 < "$work/socket.txt"
-python3 - "$files" "$load_before" "$load_after" "$git_track" "$cli_exec" "$srv_noop" "$cli_write" "$srv_write" "$srv_1000" "$bare_1000" "$hash_1000" "$cli_exec_srv" "$hook_edit" "$hook_bash" "$hook_edit_srv" "$hook_bash_srv" "$hook_full" "$hook_full_srv" <<'PY'
+read -r srv_noop srv_write srv_1000 bare_1000 hash_1000 srv_1 bare_1 hash_1 < "$work/socket.txt"
+python3 - "$files" "$load_before" "$load_after" "$git_track" "$cli_exec" "$srv_noop" "$cli_write" "$srv_write" "$srv_1000" "$bare_1000" "$hash_1000" "$cli_exec_srv" "$hook_edit" "$hook_bash" "$hook_edit_srv" "$hook_bash_srv" "$hook_full" "$hook_full_srv" "$srv_1" "$bare_1" <<'PY'
 import sys
 files, load0, load1 = sys.argv[1:4]
-git, cli, noop, cliw, srvw, s1000, bare, hashed, clisrv, he, hb, hes, hbs, hf, hfs = map(float, sys.argv[4:])
+git, cli, noop, cliw, srvw, s1000, bare, hashed, clisrv, he, hb, hes, hbs, hf, hfs, s1, bare1 = map(float, sys.argv[4:])
 print(f"{files} files; medians in ms; load average {load0} before the hook pairs, {load1} after\n")
 print("| measure | ms | ratio |")
 print("|---|---|---|")
@@ -145,5 +147,6 @@ print(f"| hook pair of a Bash call (sandboxed: rewritten), alone | {hb:.1f} | |"
 print(f"| the same through the server (same hyperfine run) | {hbs:.1f} | alone / this = {hb/hbs:.1f}x |")
 print(f"| hook pair of an unsandboxed Bash call (an opaque epoch), alone | {hf:.1f} | |")
 print(f"| the same through the server (same hyperfine run) | {hfs:.1f} | alone / this = {hf/hfs:.1f}x |")
+print(f"| opaque epoch rewriting 1 file, less the command's {bare1:.1f} ms | {s1-bare1:.1f} | no-op / this = {noop/(s1-bare1):.2f} |")
 print(f"| opaque epoch rewriting 1,000 files, less the command's {bare:.1f} ms | {s1000-bare:.1f} | / hashing them once ({hashed:.1f} ms) = {(s1000-bare)/hashed:.2f} |")
 PY

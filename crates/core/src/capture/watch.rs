@@ -319,6 +319,13 @@ impl LiveWatch {
         self.1.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
+    /// Runs `f` on the kept stat cache, if any, without taking it: a reader outside the
+    /// workspace lock must never take it, or a capture running meanwhile would find none and
+    /// start from `state.bin`, which may be older than what the watcher's take covers.
+    pub(crate) fn peek_kept<R>(&self, f: impl FnOnce(Option<&Kept>) -> R) -> R {
+        f(self.1.lock().unwrap_or_else(|p| p.into_inner()).as_ref())
+    }
+
     /// Keeps `kept` for the next capture of any handle (what it replaces is dropped on a
     /// thread of its own: one small allocation per file).
     pub(crate) fn keep(&self, kept: Kept) {

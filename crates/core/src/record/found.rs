@@ -417,6 +417,29 @@ impl Workspace {
         }
     }
 
+    /// Runs `f` on the stat cache as it is now, without taking it (so without the workspace
+    /// lock): the kept one if `state.bin` is still the file it was made from, else the file's.
+    pub(crate) fn peek_state<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        let path = self.state_path();
+        let stamp = StateStamp::of(&path);
+        let mut f = Some(f);
+        let live = self.live.borrow().as_ref().map(|(w, _)| w.clone());
+        if let Some(w) = live {
+            let r = w.peek_kept(|k| match k {
+                Some(k) if Some(k.stamp) == stamp => Some((f.take().expect("once"))(&k.state)),
+                _ => None,
+            });
+            if let Some(r) = r {
+                return r;
+            }
+        } else if let Some(k) = self.state_cache.borrow().as_ref() {
+            if Some(k.stamp) == stamp {
+                return (f.take().expect("once"))(&k.state);
+            }
+        }
+        (f.take().expect("once"))(&State::load(&path))
+    }
+
     /// Keeps `state` (made from the file stamped `stamp`; newer than it if `unsaved`) for
     /// [`Workspace::take_state`].
     pub(crate) fn keep_state(&self, stamp: StateStamp, mut state: State, unsaved: bool) {

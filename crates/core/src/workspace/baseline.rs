@@ -189,12 +189,7 @@ impl Workspace {
     /// [`Workspace::baseline_todo`] of the stat cache as it is now (read without the lock: it
     /// is replaced whole).
     fn baseline_todo_now(&self, tried: &HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
-        // The cache this process kept when it saved it, if the file is still that one.
-        let t = self.take_state();
-        let todo = self.baseline_todo(&t.state, tried);
-        if let Some(stamp) = t.stamp {
-            self.keep_state(stamp, t.state, t.unsaved);
-        }
-        todo
+        // The cache this process kept, if the file is still the one it was made from.
+        self.peek_state(|state| self.baseline_todo(state, tried))
     }
 }

@@ -28,7 +28,6 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use crate::capture::scan::Progress;
-use crate::capture::state::State;
 use crate::capture::{Capture, CaptureOptions, Uncovered};
 use crate::config::Config;
 use crate::db::oplog;
@@ -451,17 +450,21 @@ impl Workspace {
     pub fn status(&self) -> Result<Status, Error> {
         let snapshots = db::snapshots::count(&self.db())?;
         let last = db::snapshots::last(&self.db())?;
-        let state = State::load(&self.state_path());
+        // A server's kept cache, newer than `state.bin` between its writes, without reading
+        // the file (8 MB at 100k files).
         let mut uncovered = Vec::new();
-        for (dir, entries) in &state.dirs {
-            for e in entries.iter().filter(|e| e.kind == EntryKind::Uncovered) {
-                uncovered.push(Uncovered {
-                    path: relpath::join(dir, &e.name),
-                    size: e.size,
-                    reason: "not captured at the last capture".into(),
-                });
+        let baseline = self.peek_state(|state| {
+            for (dir, entries) in &state.dirs {
+                for e in entries.iter().filter(|e| e.kind == EntryKind::Uncovered) {
+                    uncovered.push(Uncovered {
+                        path: relpath::join(dir, &e.name),
+                        size: e.size,
+                        reason: "not captured at the last capture".into(),
+                    });
+                }
             }
-        }
+            self.baseline_progress(state)
+        });
         uncovered.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Status {
             root: self.root.display().to_string(),
@@ -478,7 +481,7 @@ impl Workspace {
             open_epochs: self.open_epochs()?,
             unfinished_restores: self.unfinished_restores()?,
             uncovered,
-            baseline: self.baseline_progress(&state),
+            baseline,
             server: None,
             orphans: registry::orphans(self.home()),
         })
