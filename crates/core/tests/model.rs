@@ -285,18 +285,6 @@ impl Model {
     }
 }
 
-/// The opaque epoch a shell command of step `step` opens (owned by this process).
-fn shell_epoch(step: usize) -> EpochSpec {
-    EpochSpec {
-        tool: Some("bash".into()),
-        tool_call: Some(format!("call-{step}")),
-        paths: Vec::new(),
-        process_owned: true,
-        owner_pid: None,
-        note: None,
-    }
-}
-
 fn is_uncaptured(p: &[u8]) -> bool {
     UNCAPTURED.iter().any(|(name, _)| name.as_bytes() == p)
 }
@@ -510,7 +498,9 @@ fn run(ops: &[Op], live: bool) -> Result<(), TestCaseError> {
                 });
             }
             Op::Opaque { s, writes } => {
-                let row = ws.begin_epoch(SESSIONS[*s], &shell_epoch(step)).unwrap();
+                let row = ws
+                    .begin_epoch(SESSIONS[*s], &common::shell_epoch(step))
+                    .unwrap();
                 let pre = m.files;
                 for (i, w) in writes.iter().enumerate() {
                     if let Some(v) = w {
@@ -555,7 +545,9 @@ fn run(ops: &[Op], live: bool) -> Result<(), TestCaseError> {
                 match within {
                     None => write_rules(&root, env.home.path(), *ignore_u, *cap_big),
                     Some(s) => {
-                        let row = ws.begin_epoch(SESSIONS[*s], &shell_epoch(step)).unwrap();
+                        let row = ws
+                            .begin_epoch(SESSIONS[*s], &common::shell_epoch(step))
+                            .unwrap();
                         write_rules(&root, env.home.path(), *ignore_u, *cap_big);
                         let settled = ws.end_epoch(SESSIONS[*s], Some(&row.id), false).unwrap();
                         prop_assert_eq!(model_changes(&settled.changes).count(), 0, "{}", ctx);

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
-use rewind_core::{EpochSpec, LiveWatch};
+use rewind_core::LiveWatch;
 
 /// Where edits happen: nested so that moves and deletions take subtrees with them.
 const DIRS: [&str; 5] = ["a", "a/b", "a/b/c", "d", "d/e"];
@@ -117,17 +117,6 @@ fn changed(
         .collect()
 }
 
-fn epoch(step: usize) -> EpochSpec {
-    EpochSpec {
-        tool: Some("bash".into()),
-        tool_call: Some(format!("call-{step}")),
-        paths: Vec::new(),
-        process_owned: true,
-        owner_pid: None,
-        note: None,
-    }
-}
-
 /// One step: `edits` in an opaque epoch of the server's handle (its captures re-read what the
 /// watcher saw, and leave `state.bin` to be written later), or, with `other`, of a handle
 /// without the watcher (another process: it walks, and replaces `state.bin`).
@@ -147,7 +136,7 @@ fn run(steps: &[(Vec<Edit>, bool)]) -> Result<(), TestCaseError> {
         let before = listing(&root);
         let other_ws = other.then(|| env.open());
         let ws = other_ws.as_ref().unwrap_or(&watched);
-        let row = ws.begin_epoch("S", &epoch(i)).unwrap();
+        let row = ws.begin_epoch("S", &common::shell_epoch(i)).unwrap();
         for e in edits {
             apply(&root, e);
         }

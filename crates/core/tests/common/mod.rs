@@ -54,3 +54,15 @@ impl Env {
         self.root.path()
     }
 }
+
+/// The opaque epoch a shell command of step `step` opens (owned by this process).
+pub fn shell_epoch(step: usize) -> rewind_core::EpochSpec {
+    rewind_core::EpochSpec {
+        tool: Some("bash".into()),
+        tool_call: Some(format!("call-{step}")),
+        paths: Vec::new(),
+        process_owned: true,
+        owner_pid: None,
+        note: None,
+    }
+}
