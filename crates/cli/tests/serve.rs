@@ -755,3 +755,40 @@ fn fifty_clients_for_a_minute() {
         "the server's memory grew from {settled} KiB to {peak} KiB"
     );
 }
+
+/// A server that starts on a tree changed while none ran, with a `capture.time_budget` its
+/// start's capture runs out of, leaves the rest to a background baseline, as a command would:
+/// with no other command run, every file becomes covered.
+#[test]
+fn a_server_start_that_runs_out_of_budget_completes_the_baseline_in_the_background() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "keep.txt", b"keep\n");
+    init(&env);
+    write(root, ".rewind.toml", b"[capture]\ntime_budget = \"0s\"\n");
+    for i in 0..60 {
+        write(
+            root,
+            &format!("data/{:02}/f{i}.txt", i % 6),
+            format!("{i}\n").as_bytes(),
+        );
+    }
+    let mut server = serve_stdio(&env);
+    let mut c = Client::stdio(&mut server);
+    c.call("status", json!({})); // answered once the server has started
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = json(&env, "S", &["status"], 0);
+        if s["baseline"].is_null() && s["uncovered"].as_array().unwrap().is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background baseline did not finish: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(c);
+    assert!(server.wait_with_output().unwrap().status.success());
+    fsck_clean(&env);
+}

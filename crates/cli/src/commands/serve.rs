@@ -61,6 +61,12 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     };
     let server = rewind_server::start(&opts)?;
     let root = server.root().to_path_buf();
+    // The start's whole-tree capture may have run out of `capture.time_budget` (a big tree
+    // changed while no server ran): the rest is hashed by a detached run, as after any
+    // command. (Later captures re-read only what the watcher saw change.)
+    if let Ok(service) = super::service(cli) {
+        super::start_baseline_if_due(cli, &service);
+    }
     let first_line = match web {
         Some(web) => {
             if web.is_remote() {
