@@ -20,6 +20,10 @@ pub struct Outcome {
     pub stdout: String,
     /// Standard error: the refusal's reason for the model, or a warning.
     pub stderr: String,
+    /// The workspace whose capture in this process ran out of `capture.time_budget`: the
+    /// front starts `rewind baseline --background` there (as after any command), off the
+    /// agent's path.
+    pub baseline_in: Option<PathBuf>,
 }
 
 impl Outcome {
@@ -59,15 +63,30 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
     // Through the workspace's server when one runs: it has the workspace open, so this
     // process opens nothing (no database, no stat cache), whatever the size of the tree.
     let ep = Endpoint::new(Service::new(Context::new(&dir, &event.session)?));
+    // The events whose operations capture (a first capture, a checkpoint, an epoch's settle).
+    let captures = matches!(
+        event.what,
+        What::SessionStart | What::Prompt { .. } | What::Post { .. } | What::End
+    );
+    let mut out = handle_with(&ep, dialect, event)?;
+    // A server's own captures re-read only what changed; this process's may have run out of
+    // budget on a big tree.
+    if captures && !ep.via_server() && ep.service().baseline_due().unwrap_or(false) {
+        out.baseline_in = Some(ep.context().root());
+    }
+    Ok(out)
+}
+
+fn handle_with(ep: &Endpoint, dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
     match event.what {
-        What::SessionStart => session_start(&ep, &event.session),
-        What::Prompt { id, text } => prompt(&ep, id, text),
+        What::SessionStart => session_start(ep, &event.session),
+        What::Prompt { id, text } => prompt(ep, id, text),
         What::Read {
             file,
             offset,
             limit,
         } => {
-            read(&ep, file, offset, limit)?;
+            read(ep, file, offset, limit)?;
             Ok(Outcome::default())
         }
         What::Pre {
@@ -81,21 +100,21 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
             Some(c) if dialect != Dialect::Codex => {
                 let call_id = call.as_deref();
                 if let Some(out) =
-                    sandboxed(&ep, dialect, &event.session, &tool, call_id, &c, &input)?
+                    sandboxed(ep, dialect, &event.session, &tool, call_id, &c, &input)?
                 {
                     return Ok(out);
                 }
-                pre(&ep, dialect, &tool, call, files, Some(c))
+                pre(ep, dialect, &tool, call, files, Some(c))
             }
-            command => pre(&ep, dialect, &tool, call, files, command),
+            command => pre(ep, dialect, &tool, call, files, command),
         },
         What::Post {
             call,
             files,
             failed,
-        } => post(&ep, call, files, failed),
+        } => post(ep, call, files, failed),
         What::End => {
-            settle_all(&ep)?;
+            settle_all(ep)?;
             Ok(Outcome::default())
         }
         What::Other => Ok(Outcome::default()),
@@ -218,8 +237,8 @@ fn pre(
             if guard == HookGuard::Enforce {
                 return Ok(Outcome {
                     code: 2,
-                    stdout: String::new(),
                     stderr: format!("Rewind refused this {tool}: {why}\n"),
+                    ..Outcome::default()
                 });
             }
             out.stderr = format!("rewind: warning: {tool} would be refused: {why}\n");
@@ -310,9 +329,8 @@ fn sandboxed(
         }),
     };
     Ok(Some(Outcome {
-        code: 0,
         stdout: doc.to_string(),
-        stderr: String::new(),
+        ..Outcome::default()
     }))
 }
 

@@ -147,5 +147,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     print!("{}", out.stdout);
     let _ = std::io::stdout().flush();
     eprint!("{}", out.stderr);
+    if let Some(root) = &out.baseline_in {
+        super::start_detached_in(root, &["baseline", "--background"]);
+    }
     Ok(out.code)
 }

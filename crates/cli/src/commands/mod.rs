@@ -128,6 +128,11 @@ pub fn service(cli: &Cli) -> anyhow::Result<rewind_api::Service> {
 /// once if another gc of the workspace runs), the automatic push and the background
 /// baseline. Best effort: a failure to start it only means a later command tries again.
 pub fn start_detached(cli: &Cli, args: &[&str]) {
+    start_detached_in(&cli.dir, args);
+}
+
+/// [`start_detached`] for the workspace at `dir`.
+pub fn start_detached_in(dir: &std::path::Path, args: &[&str]) {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let Ok(exe) = std::env::current_exe() else {
@@ -135,7 +140,7 @@ pub fn start_detached(cli: &Cli, args: &[&str]) {
     };
     let _ = Command::new(exe)
         .arg("-C")
-        .arg(&cli.dir)
+        .arg(dir)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
