@@ -519,3 +519,38 @@ fn paths_outside_the_workspace_are_refused() {
     assert!(!env.root().parent().unwrap().join("x.txt").exists());
     assert!(s.finish().success());
 }
+
+/// A tool call whose capture runs out of `capture.time_budget` (the first checkpoint in a big
+/// tree, in this process: no `rewind serve` runs) leaves the rest to a background baseline, as
+/// a command would: with no other call, every file becomes covered.
+#[test]
+fn a_checkpoint_that_runs_out_of_budget_completes_the_baseline_in_the_background() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, ".rewind.toml", b"[capture]\ntime_budget = \"0s\"\n");
+    for i in 0..60 {
+        write(
+            root,
+            &format!("data/{:02}/f{i}.txt", i % 6),
+            format!("{i}\n").as_bytes(),
+        );
+    }
+    let mut s = Raw::start(&env, "M");
+    s.call(1, "checkpoint", json!({"message": "first"}));
+    let r = s.recv();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let st = json(&env, "M", &["status"], 0);
+        if st["baseline"].is_null() && st["uncovered"].as_array().unwrap().is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the background baseline did not finish: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(s.finish().success());
+    fsck_clean(&env);
+}

@@ -46,6 +46,10 @@ pub struct Options {
     /// what `rewind sandbox mode|toggle` set), when the sandbox works here, else none (said
     /// once on standard error, and in every `run` result).
     pub sandbox: Option<SandboxMode>,
+    /// Called with the workspace's root after a tool call whose capture (in this process)
+    /// ran out of `capture.time_budget`: the front starts the background baseline there
+    /// (`rewind mcp` starts `rewind baseline --background`). `None`: nothing is started.
+    pub start_baseline: Option<fn(&std::path::Path)>,
 }
 
 /// How `run` runs commands, as decided when the server starts.
@@ -68,6 +72,7 @@ pub struct Server {
     ep: Arc<Mutex<Endpoint>>,
     run_mode: RunMode,
     session: String,
+    start_baseline: Option<fn(&std::path::Path)>,
 }
 
 impl Server {
@@ -102,6 +107,7 @@ impl Server {
             ep: Arc::new(Mutex::new(ep)),
             run_mode,
             session,
+            start_baseline: opts.start_baseline,
         })
     }
 
@@ -118,19 +124,29 @@ impl Server {
         params: serde_json::Value,
     ) -> Result<serde_json::Value, ApiError> {
         let ep = self.ep.clone();
+        let start_baseline = self.start_baseline;
         tokio::task::spawn_blocking(move || {
             let ep = ep.lock().unwrap_or_else(|p| p.into_inner());
-            if method != "exec" {
-                return ep.call(method, params);
+            let out = if method != "exec" {
+                ep.call(method, params)
+            } else {
+                // A command runs in this process (its environment, its directory); its epoch
+                // is recorded through the server when one runs.
+                let mut req: ExecRequest = serde_json::from_value(params)
+                    .map_err(|e| ApiError::usage(format!("invalid params: {e}")))?;
+                req.collect_output = true;
+                let out = ep.service().exec_with(&req, &*ep)?;
+                serde_json::to_value(out)
+                    .map_err(|e| ApiError::new(ErrorKind::Error, format!("encoding result: {e}")))
+            };
+            // A server's captures re-read only what changed; this process's walk the tree.
+            let captured = matches!(method, "exec" | "checkpoint" | "restore" | "undo");
+            if let (true, false, Some(start)) = (captured, ep.via_server(), start_baseline) {
+                if ep.service().baseline_due().unwrap_or(false) {
+                    start(&ep.context().root());
+                }
             }
-            // A command runs in this process (its environment, its directory); its epoch is
-            // recorded through the server when one runs.
-            let mut req: ExecRequest = serde_json::from_value(params)
-                .map_err(|e| ApiError::usage(format!("invalid params: {e}")))?;
-            req.collect_output = true;
-            let out = ep.service().exec_with(&req, &*ep)?;
-            serde_json::to_value(out)
-                .map_err(|e| ApiError::new(ErrorKind::Error, format!("encoding result: {e}")))
+            out
         })
         .await
         .unwrap_or_else(|e| {

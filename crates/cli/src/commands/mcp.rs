@@ -54,6 +54,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         dir: cli.dir.clone(),
         session: (cli.session != "default").then(|| cli.session.clone()),
         sandbox: args.sandbox,
+        start_baseline: Some(|root| super::start_detached_in(root, &["baseline", "--background"])),
     };
     rewind_mcp::serve(&opts)?;
     Ok(crate::exit::OK)
