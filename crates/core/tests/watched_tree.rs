@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
-use rewind_core::LiveWatch;
+use rewind_core::{GcOptions, LiveWatch};
 
 /// Where edits happen: nested so that moves and deletions take subtrees with them.
 const DIRS: [&str; 5] = ["a", "a/b", "a/b/c", "d", "d/e"];
@@ -120,7 +120,20 @@ fn changed(
 /// One step: `edits` in an opaque epoch of the server's handle (its captures re-read what the
 /// watcher saw, and leave `state.bin` to be written later), or, with `other`, of a handle
 /// without the watcher (another process: it walks, and replaces `state.bin`).
-fn run(steps: &[(Vec<Edit>, bool)]) -> Result<(), TestCaseError> {
+/// What a step does besides its edits.
+#[derive(Clone, Copy, Debug)]
+struct Then {
+    /// The edits are another process's (see `run`).
+    other: bool,
+    /// An aggressive gc runs after the epoch (another process's: it reads `state.bin`, which
+    /// a server may have left older than its kept cache).
+    gc: bool,
+    /// A whole walk checks the tree after the epoch (it replaces `state.bin`, so the server's
+    /// next capture walks everything: not every step, or the kept cache would never last).
+    walk: bool,
+}
+
+fn run(steps: &[(Vec<Edit>, Then)]) -> Result<(), TestCaseError> {
     let env = common::Env::new();
     let root = env.root().to_path_buf();
     for d in DIRS {
@@ -132,7 +145,9 @@ fn run(steps: &[(Vec<Edit>, bool)]) -> Result<(), TestCaseError> {
     let watched = env.open();
     watched.use_live_watch(live.clone());
     watched.snapshot("base", None).unwrap();
-    for (i, (edits, other)) in steps.iter().enumerate() {
+    let last = steps.len() - 1;
+    for (i, (edits, then)) in steps.iter().enumerate() {
+        let other = &then.other;
         let before = listing(&root);
         let other_ws = other.then(|| env.open());
         let ws = other_ws.as_ref().unwrap_or(&watched);
@@ -148,18 +163,40 @@ fn run(steps: &[(Vec<Edit>, bool)]) -> Result<(), TestCaseError> {
             .map(|c| String::from_utf8_lossy(&c.path).into_owned())
             .collect();
         prop_assert_eq!(&got, &want, "step {} (other: {}): {:?}", i, other, edits);
-        // A whole walk right after finds nothing the epoch did not record: no external epoch.
-        let epochs = |ws: &rewind_core::Workspace| ws.log(None, 10_000).unwrap().len();
-        let n = epochs(&watched);
-        env.open().snapshot("walked", None).unwrap();
-        prop_assert_eq!(
-            epochs(&watched),
-            n,
-            "step {}: the walk found more: {:?}",
-            i,
-            edits
-        );
+        // A checkpoint per step (a capture of the server's too): gc then has history to drop.
+        watched
+            .checkpoint("S", Some(&format!("m{i}")), None, None, None)
+            .unwrap();
+        if then.gc {
+            let aggressive = GcOptions {
+                max_bytes: Some(0),
+                keep: Some(1),
+                ..GcOptions::default()
+            };
+            env.open().gc(&aggressive).unwrap();
+        }
+        if then.walk || i == last {
+            // A whole walk finds nothing the epochs did not record: no external epoch.
+            let epochs = |ws: &rewind_core::Workspace| ws.log(None, 10_000).unwrap().len();
+            let n = epochs(&watched);
+            env.open().snapshot("walked", None).unwrap();
+            prop_assert_eq!(
+                epochs(&watched),
+                n,
+                "step {}: the walk found more: {:?}",
+                i,
+                edits
+            );
+        }
     }
+    // Every object a record names is stored: gc kept what the server's cache vouched for.
+    let (report, lost) = watched.fsck().unwrap();
+    prop_assert!(
+        report.problems.is_empty() && lost.is_empty(),
+        "fsck: {:?} {:?}",
+        report.problems,
+        lost
+    );
     Ok(())
 }
 
@@ -172,7 +209,11 @@ proptest! {
     #[test]
     fn a_watched_capture_records_what_a_walk_finds(
         steps in prop::collection::vec(
-            (prop::collection::vec(edit(), 1..4), prop::bool::weighted(0.2)),
+            (
+                prop::collection::vec(edit(), 1..4),
+                (prop::bool::weighted(0.2), prop::bool::weighted(0.25), prop::bool::weighted(0.3))
+                    .prop_map(|(other, gc, walk)| Then { other, gc, walk }),
+            ),
             1..8,
         )
     ) {

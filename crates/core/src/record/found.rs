@@ -359,7 +359,9 @@ impl Workspace {
     /// says which op-log rows it has not seen; see [`Workspace::save_state`]), and because a
     /// process that replaces `state.bin` meanwhile makes the server walk the whole tree (see
     /// [`Workspace::take_state`]). A server killed before the write leaves the older file:
-    /// the next command re-hashes what changed since, as after any crash.
+    /// the next command re-hashes what changed since, as after any crash. gc, which keeps
+    /// what `state.bin` vouches for, keeps the kept cache's objects too: they are the tree of
+    /// the newest snapshot (every capture records one), which gc always keeps.
     pub(crate) fn save_and_keep_state(&self, mut found: Found) -> Result<(), Error> {
         let deferred = found.stamp.filter(|stamp| {
             self.live.borrow().is_some()
