@@ -132,18 +132,7 @@ fn a_budget_that_runs_out_is_completed_in_the_background() {
         left >= FILES,
         "init leaves the files to the background: {v}"
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let s = json(&env, "S", &["status"], 0);
-        if s["baseline"].is_null() && s["uncovered"].as_array().unwrap().is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the background baseline did not finish: {s}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_baseline(&env, "S");
     let s = json(&env, "S", &["status"], 0);
     assert_eq!(s["last_snapshot"]["label"], "baseline", "{s}");
     restores(&env, &files);

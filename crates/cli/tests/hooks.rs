@@ -1187,17 +1187,9 @@ fn random_sessions_are_recorded_alike_with_and_without_a_server() {
 #[test]
 fn a_first_checkpoint_that_runs_out_of_budget_completes_the_baseline_in_the_background() {
     let env = Env::new();
-    let root = env.root();
-    write(root, ".rewind.toml", b"[capture]\ntime_budget = \"0s\"\n");
-    for i in 0..60 {
-        write(
-            root,
-            &format!("data/{:02}/f{i}.txt", i % 6),
-            format!("{i}\n").as_bytes(),
-        );
-    }
+    spent_budget_tree(&env);
     let f = env.home.path().join("claude-env");
-    let cwd = json!(root.to_str().unwrap());
+    let cwd = json!(env.root().to_str().unwrap());
     for e in [
         event("SessionStart", json!({"cwd": cwd})),
         event("UserPromptSubmit", json!({"cwd": cwd, "prompt": "go"})),
@@ -1205,17 +1197,6 @@ fn a_first_checkpoint_that_runs_out_of_budget_completes_the_baseline_in_the_back
         let out = hook(&env, &e, &f);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let s = json(&env, "S1", &["status"], 0);
-        if s["baseline"].is_null() && s["uncovered"].as_array().unwrap().is_empty() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the background baseline did not finish: {s}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_for_baseline(&env, "S1");
     fsck_clean(&env);
 }

@@ -526,31 +526,12 @@ fn paths_outside_the_workspace_are_refused() {
 #[test]
 fn a_checkpoint_that_runs_out_of_budget_completes_the_baseline_in_the_background() {
     let env = Env::new();
-    let root = env.root();
-    write(root, ".rewind.toml", b"[capture]\ntime_budget = \"0s\"\n");
-    for i in 0..60 {
-        write(
-            root,
-            &format!("data/{:02}/f{i}.txt", i % 6),
-            format!("{i}\n").as_bytes(),
-        );
-    }
+    spent_budget_tree(&env);
     let mut s = Raw::start(&env, "M");
     s.call(1, "checkpoint", json!({"message": "first"}));
     let r = s.recv();
     assert_eq!(r["result"]["isError"], false, "{r}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let st = json(&env, "M", &["status"], 0);
-        if st["baseline"].is_null() && st["uncovered"].as_array().unwrap().is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the background baseline did not finish: {st}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_baseline(&env, "M");
     assert!(s.finish().success());
     fsck_clean(&env);
 }

@@ -762,32 +762,13 @@ fn fifty_clients_for_a_minute() {
 #[test]
 fn a_server_start_that_runs_out_of_budget_completes_the_baseline_in_the_background() {
     let env = Env::new();
-    let root = env.root();
-    write(root, "keep.txt", b"keep\n");
+    write(env.root(), "keep.txt", b"keep\n");
     init(&env);
-    write(root, ".rewind.toml", b"[capture]\ntime_budget = \"0s\"\n");
-    for i in 0..60 {
-        write(
-            root,
-            &format!("data/{:02}/f{i}.txt", i % 6),
-            format!("{i}\n").as_bytes(),
-        );
-    }
+    spent_budget_tree(&env);
     let mut server = serve_stdio(&env);
     let mut c = Client::stdio(&mut server);
     c.call("status", json!({})); // answered once the server has started
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let s = json(&env, "S", &["status"], 0);
-        if s["baseline"].is_null() && s["uncovered"].as_array().unwrap().is_empty() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the background baseline did not finish: {s}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_baseline(&env, "S");
     drop(c);
     assert!(server.wait_with_output().unwrap().status.success());
     fsck_clean(&env);

@@ -187,3 +187,34 @@ pub fn stop_server(mut server: std::process::Child) {
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
     assert!(server.wait().unwrap().success());
 }
+
+/// A `capture.time_budget` of 0 s and 60 small files the next capture will run out of it on:
+/// the rest is a background baseline's to complete.
+pub fn spent_budget_tree(env: &Env) {
+    let root = env.root();
+    write(root, ".rewind.toml", b"[capture]\ntime_budget = \"0s\"\n");
+    for i in 0..60 {
+        write(
+            root,
+            &format!("data/{:02}/f{i}.txt", i % 6),
+            format!("{i}\n").as_bytes(),
+        );
+    }
+}
+
+/// Waits (up to a minute) until `status` shows no baseline left and nothing uncovered: a
+/// background baseline finished.
+pub fn wait_for_baseline(env: &Env, session: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let s = json(env, session, &["status"], 0);
+        if s["baseline"].is_null() && s["uncovered"].as_array().unwrap().is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background baseline did not finish: {s}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
