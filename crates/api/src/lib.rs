@@ -106,6 +106,13 @@ impl Service {
         Ok(self.ws()?.snapshot(label, None)?.1)
     }
 
+    /// Writes the stat cache a server kept in memory to `state.bin`, if it is newer than the
+    /// file (a server writes the file at most every 10 s): a server does this when it stops,
+    /// so the next command starts from it.
+    pub fn save_kept_state(&self) -> Result<(), ApiError> {
+        Ok(self.ws()?.save_kept_state()?)
+    }
+
     /// Calls `f` when opening the workspace re-links it: its root had moved to where the
     /// caller is, and its history now follows it. It happens once (the next open finds the
     /// workspace registered there); a front tells the user.

@@ -773,3 +773,42 @@ fn a_server_start_that_runs_out_of_budget_completes_the_baseline_in_the_backgrou
     assert!(server.wait_with_output().unwrap().status.success());
     fsck_clean(&env);
 }
+
+/// A server writes `state.bin` at most every 10 s, keeping a newer stat cache in memory in
+/// between; when it stops, it writes what it kept, so the next command starts from it.
+#[test]
+fn a_server_that_stops_writes_the_stat_cache_it_kept() {
+    let env = Env::new();
+    write(env.root(), "a.txt", b"a\n");
+    init(&env);
+    let state = std::path::PathBuf::from(
+        json(&env, "S", &["status"], 0)["state_dir"]
+            .as_str()
+            .unwrap(),
+    )
+    .join("state.bin");
+    let mut server = serve_stdio(&env);
+    let mut c = Client::stdio(&mut server);
+    c.call("status", json!({})); // answered once the server has started
+    let started = std::fs::metadata(&state).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let r = c.call(
+        "exec",
+        json!({"session": "S", "command": ["sh", "-c", "echo b > b.txt"]}),
+    );
+    assert_eq!(changed(&r), ["create b.txt"]);
+    let kept = std::fs::metadata(&state).unwrap().modified().unwrap();
+    assert_eq!(
+        kept, started,
+        "the epoch's captures left state.bin to later"
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    drop(c);
+    assert!(server.wait_with_output().unwrap().status.success());
+    let stopped = std::fs::metadata(&state).unwrap().modified().unwrap();
+    assert!(
+        stopped > started,
+        "the server wrote state.bin when it stopped"
+    );
+    fsck_clean(&env);
+}

@@ -272,4 +272,14 @@ fn drain(shared: &Shared) {
     while shared.inflight.load(Ordering::SeqCst) > 0 && start.elapsed() < DRAIN {
         std::thread::sleep(Duration::from_millis(10));
     }
+    // The stat cache the server's captures kept, newer than `state.bin` until it is written
+    // (at most every 10 s): the next command starts from it instead of re-hashing what
+    // changed since. Best effort: an older file is a valid cache.
+    if let Some(w) = &shared.live {
+        if let Ok(ctx) = rewind_api::Context::new(&shared.root, &shared.session) {
+            let _ = rewind_api::Service::new(ctx)
+                .with_live_watch(w.clone())
+                .save_kept_state();
+        }
+    }
 }

@@ -419,6 +419,25 @@ impl Workspace {
         }
     }
 
+    /// Writes the kept stat cache to `state.bin` if it is newer than the file (see
+    /// [`Workspace::save_and_keep_state`]), under the workspace lock.
+    pub fn save_kept_state(&self) -> Result<(), Error> {
+        let _lock = self.lock(
+            crate::workspace::lock::default_wait(),
+            "saving the stat cache",
+        )?;
+        let t = self.take_state();
+        let stamp = if t.unsaved {
+            Some(t.state.save(&self.state_path())?)
+        } else {
+            t.stamp
+        };
+        if let Some(stamp) = stamp {
+            self.keep_state(stamp, t.state, false);
+        }
+        Ok(())
+    }
+
     /// Runs `f` on the stat cache as it is now, without taking it (so without the workspace
     /// lock): the kept one if `state.bin` is still the file it was made from, else the file's.
     pub(crate) fn peek_state<R>(&self, f: impl FnOnce(&State) -> R) -> R {
