@@ -63,10 +63,11 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
     // Through the workspace's server when one runs: it has the workspace open, so this
     // process opens nothing (no database, no stat cache), whatever the size of the tree.
     let ep = Endpoint::new(Service::new(Context::new(&dir, &event.session)?));
-    // The events whose operations capture (a first capture, a checkpoint, an epoch's settle).
+    // The events whose operations capture: a checkpoint, an epoch's settle. (SessionStart
+    // registers the workspace without capturing.)
     let captures = matches!(
         event.what,
-        What::SessionStart | What::Prompt { .. } | What::Post { .. } | What::End
+        What::Prompt { .. } | What::Post { .. } | What::End
     );
     let mut out = handle_with(&ep, dialect, event)?;
     // A server's own captures re-read only what changed; this process's may have run out of

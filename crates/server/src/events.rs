@@ -75,12 +75,13 @@ pub fn follow(shared: Arc<Shared>) {
         return;
     };
     let svc = Service::new(ctx);
+    // Read before the log: a commit in between makes the first poll read the log again.
+    let mut commits = svc.commits_seen().ok();
     let mut seen: HashSet<String> = final_entries(&svc)
         .unwrap_or_default()
         .into_iter()
         .map(|(id, _)| id)
         .collect();
-    let mut commits = svc.commits_seen().ok();
     std::thread::spawn(move || {
         while !shared.stopping.load(Ordering::SeqCst) {
             std::thread::sleep(FOLLOW_EVERY);

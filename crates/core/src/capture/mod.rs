@@ -471,8 +471,6 @@ fn tree_entry(s: &StatEntry) -> TreeEntry {
     }
 }
 
-/// Builds trees bottom-up, reusing the cached tree id of every directory whose entries did not
-/// change. Returns the root tree id.
 /// Writes the tree of every directory in `dirs` whose listing differs from the cache's (the
 /// others keep their cached tree id), deepest first; the root's id. `partial`: a directory
 /// the walk did not enter is unchanged below, and keeps the tree id its parent's cached
@@ -544,18 +542,12 @@ fn merged_state(
     let mut compared = Vec::with_capacity(entered.len());
     let mut gone: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     for (dir, entries) in entered {
-        if let Some(before) = old.dirs.get(&dir) {
-            let subdirs = |v: &[StatEntry]| {
-                v.iter()
-                    .filter(|e| e.kind == EntryKind::Dir)
-                    .map(|e| e.name.clone())
-                    .collect::<std::collections::BTreeSet<_>>()
-            };
-            let now = subdirs(&entries);
-            for name in subdirs(before) {
-                if !now.contains(&name) {
-                    gone.insert(relpath::join(&dir, &name));
-                }
+        // A cached subdirectory the new listing no longer has as a directory.
+        let before = old.dirs.get(&dir).map_or(&[][..], |v| v.as_slice());
+        let is_dir = |e: Option<&StatEntry>| e.is_some_and(|e| e.kind == EntryKind::Dir);
+        for (was, now) in crate::base::merge_sorted(before, &entries, |e| &e.name, |e| &e.name) {
+            if is_dir(was) && !is_dir(now) {
+                gone.insert(relpath::join(&dir, &was.expect("a directory").name));
             }
         }
         compared.push(dir.clone());

@@ -251,12 +251,6 @@ impl Watcher {
         (dirty, n)
     }
 
-    /// For a [`LiveWatch`]: the next take cannot vouch for anything (the stat cache it would
-    /// start from is older than what the last take's capture knew; see `Taken::lost`).
-    pub(crate) fn doubt(&self) {
-        self.unsaved.store(u64::MAX, Ordering::SeqCst);
-    }
-
     /// For a [`LiveWatch`]: the capture of take `n` is the saved stat cache now, so the next
     /// take may start from it. A later take in between (another handle's) keeps its own.
     pub(crate) fn saved(&self, n: u64) {
@@ -316,14 +310,14 @@ impl LiveWatch {
     /// The stat cache the last capture of any handle left, taken (the caller checks that it
     /// still matches `state.bin`). Captures run under the workspace lock, one at a time.
     pub(crate) fn take_kept(&self) -> Option<Kept> {
-        self.1.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.kept().take()
     }
 
-    /// Runs `f` on the kept stat cache, if any, without taking it: a reader outside the
-    /// workspace lock must never take it, or a capture running meanwhile would find none and
-    /// start from `state.bin`, which may be older than what the watcher's take covers.
-    pub(crate) fn peek_kept<R>(&self, f: impl FnOnce(Option<&Kept>) -> R) -> R {
-        f(self.1.lock().unwrap_or_else(|p| p.into_inner()).as_ref())
+    /// The kept stat cache, in place: a reader outside the workspace lock must never take it,
+    /// or a capture running meanwhile would find none and start from `state.bin`, which may be
+    /// older than what the watcher's take covers.
+    pub(crate) fn kept(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
+        self.1.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Keeps `kept` for the next capture of any handle (what it replaces is dropped on a

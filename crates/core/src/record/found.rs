@@ -389,7 +389,7 @@ impl Workspace {
 
     /// The stat cache: the one this process kept, if `state.bin` is still the file it matches
     /// (one `stat`), else read from disk; whether it is newer than that file, and whether a
-    /// newer one was lost (then the live watcher's next take is in doubt too).
+    /// newer one was lost (the capture that takes it then walks the whole tree).
     pub(crate) fn take_state(&self) -> Taken {
         let path = self.state_path();
         // A server's handles share one kept cache through its live watcher.
@@ -406,9 +406,6 @@ impl Workspace {
                 };
             }
             lost = k.unsaved;
-            if let (true, Some((w, _))) = (lost, self.live.borrow().as_ref()) {
-                w.0.doubt();
-            }
         }
         let (state, stamp) = State::load_stamped(&path);
         Taken {
@@ -443,22 +440,19 @@ impl Workspace {
     pub(crate) fn peek_state<R>(&self, f: impl FnOnce(&State) -> R) -> R {
         let path = self.state_path();
         let stamp = StateStamp::of(&path);
-        let mut f = Some(f);
-        let live = self.live.borrow().as_ref().map(|(w, _)| w.clone());
-        if let Some(w) = live {
-            let r = w.peek_kept(|k| match k {
-                Some(k) if Some(k.stamp) == stamp => Some((f.take().expect("once"))(&k.state)),
-                _ => None,
-            });
-            if let Some(r) = r {
-                return r;
-            }
-        } else if let Some(k) = self.state_cache.borrow().as_ref() {
-            if Some(k.stamp) == stamp {
-                return (f.take().expect("once"))(&k.state);
+        {
+            let live = self.live.borrow().as_ref().map(|(w, _)| w.clone());
+            let shared = live.as_ref().map(|w| w.kept());
+            let local = self.state_cache.borrow();
+            let kept = match &shared {
+                Some(guard) => guard.as_ref(),
+                None => local.as_ref(),
+            };
+            if let Some(k) = kept.filter(|k| Some(k.stamp) == stamp) {
+                return f(&k.state);
             }
         }
-        (f.take().expect("once"))(&State::load(&path))
+        f(&State::load(&path))
     }
 
     /// Keeps `state` (made from the file stamped `stamp`; newer than it if `unsaved`) for
@@ -515,6 +509,7 @@ pub(crate) struct Taken {
     /// A cache newer than `state.bin` was dropped because another process replaced the file
     /// meanwhile. That process's cache came from the older file, so a watcher's take, which
     /// covers only what happened since this process's last capture, cannot vouch for the
-    /// difference: the caller walks the whole tree.
+    /// difference: the capture walks the whole tree (and its result, kept, is what the next
+    /// take starts from).
     pub lost: bool,
 }
