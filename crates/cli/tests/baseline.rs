@@ -6,7 +6,6 @@
 use crate::common;
 
 use std::fs::File;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::common::rewind::*;
@@ -42,11 +41,6 @@ fn uncovered(env: &Env) -> Vec<String> {
         .iter()
         .map(|u| u["path"].as_str().unwrap().to_string())
         .collect()
-}
-
-fn state_dir(env: &Env) -> PathBuf {
-    let v = json(env, "S", &["status"], 0);
-    PathBuf::from(v["state_dir"].as_str().unwrap())
 }
 
 /// Holds `baseline.lock` as a running `rewind baseline` would: runs started meanwhile give way.

@@ -781,12 +781,7 @@ fn a_server_that_stops_writes_the_stat_cache_it_kept() {
     let env = Env::new();
     write(env.root(), "a.txt", b"a\n");
     init(&env);
-    let state = std::path::PathBuf::from(
-        json(&env, "S", &["status"], 0)["state_dir"]
-            .as_str()
-            .unwrap(),
-    )
-    .join("state.bin");
+    let state = state_dir(&env).join("state.bin");
     let mut server = serve_stdio(&env);
     let mut c = Client::stdio(&mut server);
     c.call("status", json!({})); // answered once the server has started

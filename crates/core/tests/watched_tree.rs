@@ -147,7 +147,7 @@ fn run(steps: &[(Vec<Edit>, Then)]) -> Result<(), TestCaseError> {
     watched.snapshot("base", None).unwrap();
     let last = steps.len() - 1;
     for (i, (edits, then)) in steps.iter().enumerate() {
-        let other = &then.other;
+        let other = then.other;
         let before = listing(&root);
         let other_ws = other.then(|| env.open());
         let ws = other_ws.as_ref().unwrap_or(&watched);

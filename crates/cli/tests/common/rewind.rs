@@ -218,3 +218,9 @@ pub fn wait_for_baseline(env: &Env, session: &str) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// The workspace's state directory, as `status` reports it.
+pub fn state_dir(env: &Env) -> std::path::PathBuf {
+    let v = json(env, "S", &["status"], 0);
+    std::path::PathBuf::from(v["state_dir"].as_str().unwrap())
+}
