@@ -112,10 +112,10 @@ fn ignored_and_git_paths_are_neither_captured_nor_touched() {
     write_file(root, b"nested/code.c", b"int x;\n", 0o644);
     let ws = env.open();
     let (cap, _) = ws.snapshot("base", None).unwrap();
-    let captured: Vec<String> = cap
-        .changes
-        .iter()
-        .map(|c| String::from_utf8_lossy(&c.path).into_owned())
+    let captured: Vec<String> = rewind_core::restore::flatten(ws.store(), cap.root)
+        .unwrap()
+        .into_iter()
+        .map(|(path, _)| String::from_utf8_lossy(&path).into_owned())
         .collect();
     for absent in ["app.log", "build", "src/secret.txt", ".git", "nested/.git"] {
         assert!(

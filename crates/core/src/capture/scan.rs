@@ -46,8 +46,9 @@ pub(crate) struct WalkOptions<'a> {
 pub(crate) struct Found {
     pub stat: StatEntry,
     pub known: bool,
-    /// Why this could not be captured, when `stat.kind` is `Uncovered`.
-    pub uncovered: Option<String>,
+    /// Why this could not be captured, when `stat.kind` is `Uncovered`. (A `Box<str>`: one
+    /// `Found` per entry of a first capture, 8 bytes less each than a `String`.)
+    pub uncovered: Option<Box<str>>,
 }
 
 /// Result of a walk: every directory's entries, sorted by name. With
@@ -152,7 +153,6 @@ fn walk_dir<'s>(
             return;
         }
     }
-    let mut found = Vec::new();
     // Captured directories walked although ignored now (see below).
     let mut ignored_dirs: Vec<Vec<u8>> = Vec::new();
     let needs_path = rules.as_ref().is_some_and(|r| r.has_matchers());
@@ -275,6 +275,9 @@ fn walk_dir<'s>(
             .filter_map(|(name, dent)| classify(name, dent))
             .collect()
     };
+    // Exactly sized: these listings are most of a first capture's memory (a vector grown by
+    // pushes holds a quarter more, 14 MB at 300k files).
+    let mut found = Vec::with_capacity(classified.len());
     for (f, ignored_dir) in classified {
         if ignored_dir {
             ignored_dirs.push(f.stat.name.clone());
@@ -417,7 +420,7 @@ fn cached_found(entries: &[StatEntry]) -> Vec<Found> {
             stat: e.clone(),
             known: true,
             uncovered: (e.kind == EntryKind::Uncovered)
-                .then(|| "not captured (unchanged since)".to_string()),
+                .then(|| "not captured (unchanged since)".into()),
         })
         .collect()
 }
@@ -435,6 +438,6 @@ pub(crate) fn uncovered(name: Vec<u8>, size: u64, why: String) -> Found {
             id: ObjectId::ZERO,
         },
         known: true,
-        uncovered: Some(why),
+        uncovered: Some(why.into_boxed_str()),
     }
 }
