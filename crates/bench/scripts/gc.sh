@@ -13,6 +13,9 @@
 # usage: crates/bench/scripts/gc.sh [FILES] [CHECKPOINTS] [CHANGED_PER_TURN]
 #   defaults 20000 files (4 KiB each, 200 directories), 100 checkpoints, 200 files per turn.
 # Builds the release binary; prints a Markdown table. Needs git and python3.
+# With GC_BENCH_SAVE=DIR, the built history (workspace, Rewind's home, git's repository) is
+# copied to DIR before anything is dropped, so gc can be timed again on the same history
+# (building the issue's full size, 100,000 files and 500 checkpoints, takes most of an hour).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 files=${1:-20000}
@@ -52,7 +55,9 @@ git_s add -A && git_s commit -qm init
 
 # CHECKPOINTS turns: a checkpoint, then an exec that rewrites CHANGED_PER_TURN files.
 commits=()
+started=$(now)
 for t in $(seq 1 "$ckpts"); do
+  if ((t % 25 == 0)); then echo "turn $t of $ckpts, $(secs "$started" "$(now)") s" >&2; fi
   "$bin" -C "$ws" -s agent checkpoint --message "m$t" >/dev/null
   git_s add -A && git_s commit -q --allow-empty -m "m$t"
   commits+=("$(git_s rev-parse HEAD)")
@@ -68,6 +73,11 @@ git_s add -A && git_s commit -q --allow-empty -m end
 git_s gc -q # the baseline as a maintained repository keeps it: packed, before the drop
 
 state=$(echo "$REWIND_HOME"/workspaces/*)
+if [[ -n ${GC_BENCH_SAVE:-} ]]; then
+  mkdir -p "$GC_BENCH_SAVE"
+  cp -a "$ws" "$REWIND_HOME" "$shadow" "$GC_BENCH_SAVE"/
+  printf '%s\n' "${commits[@]}" >"$GC_BENCH_SAVE/commits"
+fi
 r_before=$(bytes "$state")
 g_before=$(bytes "$shadow")
 
