@@ -66,6 +66,15 @@ pub(crate) fn run(store: &Store) -> Result<FsckReport> {
             });
         }
     }
+    // Object rows naming no pack row: nothing says where their bytes are.
+    let mut unnamed: Vec<_> = by_pack.into_iter().collect();
+    unnamed.sort_by_key(|(pack, _)| *pack);
+    for (pack, entries) in unnamed {
+        report.problems.push(FsckProblem::MissingPack {
+            pack: format!("#{pack} (no such pack row)"),
+            objects: entries.iter().map(|e| e.id).collect(),
+        });
+    }
     // Packs on disk but not indexed are orphans the next `Store::open` adopts, unless their
     // trailer cannot be read: then nothing will ever find their objects.
     let mut orphans = pack::packs_on_disk(&store.packs_dir)?;

@@ -504,8 +504,11 @@ impl Store {
                     del.execute([&id.0[..]])?;
                 }
             }
-            for pack_id in &doomed {
-                conn.execute("DELETE FROM store_packs WHERE id = ?1", [pack_id])?;
+            if !doomed.is_empty() {
+                conn.execute(
+                    &format!("DELETE FROM store_packs WHERE id IN ({in_doomed})"),
+                    [],
+                )?;
             }
             Ok(())
         })();

@@ -223,7 +223,8 @@ pub enum FsckProblem {
     },
     /// A pack the index refers to is gone; these objects are lost with it.
     MissingPack {
-        /// The pack's name (32 hex digits).
+        /// The pack's name (32 hex digits), or `#N (no such pack row)` for object rows that
+        /// name a pack row `N` the index does not have.
         pack: String,
         /// Every object the index says it held.
         objects: Vec<ObjectId>,

@@ -138,3 +138,42 @@ fn fsck_modifies_nothing() {
     assert!(before == after);
     assert_eq!(t.store.stats().unwrap(), stats);
 }
+
+/// The index does not have SQLite enforce an object row's pack (it cost a gc a scan of the
+/// object table per pack deleted), so fsck checks it.
+#[test]
+fn object_rows_naming_no_pack_row_are_missing() {
+    let (t, ids, _) = store_with_objects();
+    let db = rusqlite::Connection::open(t.dir.path().join("meta.sqlite")).unwrap();
+    // As a buggy writer would (a connection of this build enforces the key by default).
+    db.pragma_update(None, "foreign_keys", false).unwrap();
+    let pack: i64 = db
+        .query_row(
+            "SELECT pack FROM store_objects WHERE id = ?1",
+            [&ids[0].0[..]],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let held: i64 = db
+        .query_row(
+            "SELECT count(*) FROM store_objects WHERE pack = ?1",
+            [pack],
+            |r| r.get(0),
+        )
+        .unwrap();
+    db.execute("DELETE FROM store_packs WHERE id = ?1", [pack])
+        .unwrap();
+    let r = t.store.fsck().unwrap();
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    match &r.problems[0] {
+        FsckProblem::MissingPack {
+            pack: name,
+            objects,
+        } => {
+            assert_eq!(name, &format!("#{pack} (no such pack row)"));
+            assert_eq!(objects.len() as i64, held);
+            assert!(objects.contains(&ids[0]));
+        }
+        p => panic!("unexpected {p:?}"),
+    }
+}
