@@ -156,6 +156,13 @@ impl Store {
         Ok(file.chunks.into_iter().map(|(_, c)| c).collect())
     }
 
+    /// What a tree object's entries refer to (the ids of every entry but uncovered ones), read
+    /// and verified: the mark's view of a tree, without building its entries.
+    pub fn tree_refs(&self, id: &ObjectId) -> Result<Vec<ObjectId>> {
+        let raw = self.read_kind(id, ObjectKind::Tree)?;
+        crate::tree::decode_refs(&raw).map_err(|e| self.undecodable(id, e.to_string()))
+    }
+
     /// Pack files in place that no index row names and no live writer is publishing: left by
     /// a sweep killed after its index commit (or a repack before it). Removes them and returns
     /// their names. Only while no writer commits (see the module doc).

@@ -161,6 +161,35 @@ impl Tree {
     }
 }
 
+/// The ids of a serialized tree's entries, but uncovered ones (they have no content), in entry
+/// order: what garbage collection's mark needs of a tree. Checks the layout as
+/// [`Tree::decode`] does but not the names, and allocates no entry: at 100 kept snapshots of
+/// 100k files the mark reads 10M entries.
+pub(crate) fn decode_refs(data: &[u8]) -> Result<Vec<ObjectId>, Error> {
+    let bad = |why: &str| Error::Format(format!("tree object is malformed: {why}"));
+    let mut r = crate::ByteReader::new(data);
+    if r.take(4).ok_or_else(|| bad("short header"))? != b"RWT1" {
+        return Err(bad("bad magic"));
+    }
+    let n = r.u32().ok_or_else(|| bad("short header"))? as usize;
+    let mut ids = Vec::with_capacity(n.min(data.len() / 49));
+    for _ in 0..n {
+        let len = r.u32().ok_or_else(|| bad("truncated"))? as usize;
+        r.take(len).ok_or_else(|| bad("truncated"))?;
+        let kind = r.u8().ok_or_else(|| bad("truncated"))?;
+        let kind = EntryKind::from_u8(kind).ok_or_else(|| bad("unknown entry kind"))?;
+        r.take(12).ok_or_else(|| bad("truncated"))?; // mode, size
+        let id = r.id().ok_or_else(|| bad("truncated"))?;
+        if kind != EntryKind::Uncovered {
+            ids.push(id);
+        }
+    }
+    if !r.is_done() {
+        return Err(bad("trailing bytes"));
+    }
+    Ok(ids)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +209,47 @@ mod tests {
         assert!(Tree::new(vec![e(b"a"), e(b"a")]).is_err());
         assert!(Tree::new(vec![e(b"..")]).is_err());
         assert!(Tree::new(vec![e(b"x/y")]).is_err());
+    }
+
+    /// The mark's reading of a tree names exactly the content ids a full decode gives, and
+    /// refuses every damaged encoding a full decode refuses for its layout.
+    #[test]
+    fn refs_are_the_decoded_entries_ids() {
+        let kinds = [
+            EntryKind::File,
+            EntryKind::Symlink,
+            EntryKind::Dir,
+            EntryKind::Uncovered,
+        ];
+        let entries: Vec<TreeEntry> = (0u8..40)
+            .map(|i| TreeEntry {
+                name: format!("n{i:02}").repeat(1 + i as usize % 3).into_bytes(),
+                kind: kinds[i as usize % 4],
+                mode: 0o644,
+                size: i as u64 * 1000,
+                id: ObjectId([i; 32]),
+            })
+            .collect();
+        let t = Tree::new(entries).unwrap();
+        let enc = t.encode();
+        let want: Vec<ObjectId> = t
+            .entries()
+            .iter()
+            .filter(|e| e.kind != EntryKind::Uncovered)
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(want.len(), 30);
+        assert_eq!(decode_refs(&enc).unwrap(), want);
+        assert_eq!(decode_refs(&Tree::default().encode()).unwrap(), vec![]);
+        for cut in 0..enc.len() {
+            assert!(decode_refs(&enc[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut long = enc.clone();
+        long.push(0);
+        assert!(decode_refs(&long).is_err());
+        let mut bad_kind = enc.clone();
+        bad_kind[8 + 4 + 3] = 9; // the first entry's kind ("n00")
+        assert!(Tree::decode(&bad_kind).is_err());
+        assert!(decode_refs(&bad_kind).is_err());
     }
 }

@@ -11,7 +11,8 @@
 //! stat cache, the last known state of every path, unfinished restores), or [`GONE`] when it
 //! was collected before. An object's anchor is the largest anchor of anything that needs it, so
 //! dropping the oldest k frees exactly the objects whose anchor is below k: one mark serves
-//! every k the size budget may try.
+//! every k the size budget may try. (Roots whose anchor is below the k the age alone gives are
+//! left out by the caller: nothing they alone need is kept in any case.)
 //!
 //! What a checkpoint needs is what a restore to it reads, taken from the restore planner's own
 //! functions ([`crate::rewind::target_tree`] for `--all`, [`Workspace::undo_rows`] for the
@@ -135,13 +136,7 @@ fn refers_to(store: &Store, id: ObjectId, kind: ObjectKind) -> Result<Vec<Object
     let read = match kind {
         ObjectKind::Blob => return Ok(Vec::new()),
         ObjectKind::File => store.file_chunks(&id),
-        ObjectKind::Tree => store.read_tree(&id).map(|tree| {
-            tree.entries()
-                .iter()
-                .filter(|e| e.kind != EntryKind::Uncovered)
-                .map(|e| e.id)
-                .collect()
-        }),
+        ObjectKind::Tree => store.tree_refs(&id),
     };
     match read {
         Ok(ids) => Ok(ids),
