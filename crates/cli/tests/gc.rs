@@ -204,6 +204,106 @@ fn churn_then_a_size_budget_is_met_and_what_is_kept_restores() {
     restores_each(&env, &kept);
 }
 
+type Turns = Vec<(String, Tree)>;
+
+/// Sessions S and T interleaved: three turns each, then (three seconds later) four more each
+/// and a head. Returns both sessions' checkpoints and the ids of the first three of each.
+fn old_and_new_turns(env: &Env) -> (Turns, Turns, Vec<String>) {
+    write(env.root(), "base.txt", b"base\n");
+    init(env);
+    let mut s_turns = Vec::new();
+    let mut t_turns = Vec::new();
+    for i in 0..3 {
+        s_turns.extend(churn(env, "S", i, 1));
+        t_turns.extend(churn(env, "T", i, 1));
+    }
+    let old: Vec<String> = s_turns
+        .iter()
+        .chain(&t_turns)
+        .map(|c| c.0.clone())
+        .collect();
+    // Older than a 2 s age by at least a second.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    for i in 3..7 {
+        s_turns.extend(churn(env, "S", i, 1));
+        t_turns.extend(churn(env, "T", i, 1));
+    }
+    s_turns.push((checkpoint(env, "S", "S-end"), read_tree(env.root())));
+    t_turns.push((checkpoint(env, "T", "T-end"), read_tree(env.root())));
+    (s_turns, t_turns, old)
+}
+
+/// fsck is clean and every checkpoint not collected restores, session scope (oldest first:
+/// only the session's own files go back) and whole tree. Returns the collected ones.
+fn kept_ones_restore(
+    env: &Env,
+    s_turns: &[(String, Tree)],
+    t_turns: &[(String, Tree)],
+) -> Vec<String> {
+    fsck_clean(env);
+    let gone = collected(env);
+    let kept = |turns: &[(String, Tree)]| -> Turns {
+        turns
+            .iter()
+            .filter(|(c, _)| !gone.contains(c))
+            .cloned()
+            .collect()
+    };
+    let (s_kept, t_kept) = (kept(s_turns), kept(t_turns));
+    assert!(
+        s_kept.len() >= 2 && t_kept.len() >= 2,
+        "kept {s_kept:?}, {t_kept:?}"
+    );
+    for (s, turns) in [("S", &s_kept), ("T", &t_kept)] {
+        for (c, tree) in turns.iter() {
+            let o = run_s(env, s, &["restore", c]);
+            assert_eq!(o.status.code(), Some(0), "restore {c}: {}", text(&o));
+            let now = read_tree(env.root());
+            for f in [format!("big-{s}.bin"), format!("turn-{s}.txt")] {
+                let f = f.into_bytes();
+                assert_eq!(now.get(&f), tree.get(&f), "{s} restored to {c}");
+            }
+        }
+    }
+    restores_each(env, &s_kept);
+    restores_each(env, &t_kept);
+    gone
+}
+
+/// gc leaves out of its mark what only the checkpoints the age drops need, and reads a
+/// session's change rows only from the oldest checkpoint the age keeps: with two sessions
+/// interleaved, every checkpoint the age keeps still restores.
+#[test]
+fn the_age_drops_the_old_and_every_kept_checkpoint_restores() {
+    let env = Env::new();
+    let (s_turns, t_turns, mut old) = old_and_new_turns(&env);
+    let v = json(&env, "S", &["gc", "--max-age", "2s"], 0);
+    let mut gone = kept_ones_restore(&env, &s_turns, &t_turns);
+    gone.sort();
+    old.sort();
+    assert_eq!(gone, old, "exactly the old ones go: {v}");
+}
+
+/// The same, with a budget that drops newer checkpoints after the age's.
+#[test]
+fn age_then_budget_keeps_what_every_kept_checkpoint_reads() {
+    let env = Env::new();
+    let (s_turns, t_turns, old) = old_and_new_turns(&env);
+    // About three 1 MiB turns under what the age alone leaves.
+    let age = json(&env, "S", &["gc", "--dry-run", "--max-age", "2s"], 0);
+    let budget = (age["state_bytes_after"].as_u64().unwrap() - (5 << 19)).to_string();
+    let v = json(
+        &env,
+        "S",
+        &["gc", "--max-age", "2s", "--max-bytes", &budget],
+        0,
+    );
+    assert_eq!(v["within_budget"], true, "{v}");
+    let gone = kept_ones_restore(&env, &s_turns, &t_turns);
+    assert!(old.iter().all(|c| gone.contains(c)), "{v}");
+    assert!(gone.len() > old.len(), "the budget dropped newer ones: {v}");
+}
+
 #[test]
 fn pinned_checkpoints_survive_any_policy() {
     let env = Env::new();
