@@ -14,8 +14,9 @@
 #   defaults 20000 files (4 KiB each, 200 directories), 100 checkpoints, 200 files per turn.
 # Builds the release binary; prints a Markdown table. Needs git and python3.
 # With GC_BENCH_SAVE=DIR, the built history (workspace, Rewind's home, git's repository) is
-# copied to DIR before anything is dropped, so gc can be timed again on the same history
-# (building the issue's full size, 100,000 files and 500 checkpoints, takes most of an hour).
+# copied to DIR before anything is dropped; GC_BENCH_FROM=DIR then times gc again on a copy of
+# it (give the same FILES CHECKPOINTS CHANGED_PER_TURN) instead of building it anew: building
+# the issue's full size, 100,000 files and 500 checkpoints, takes most of an hour.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 files=${1:-20000}
@@ -39,6 +40,7 @@ bytes() { du -sb "$1" | cut -f1; }
 mib() { python3 -c "print(f'{$1 / 1048576:.1f}')"; }
 git_s() { git --git-dir="$shadow" --work-tree="$ws" -c user.name=b -c user.email=b@b -c gc.auto=0 "$@"; }
 
+build_history() {
 # The tree: FILES files of 4 KiB of random bytes (incompressible: sizes are what is stored).
 python3 - "$ws" "$files" <<'EOF'
 import os, sys
@@ -71,6 +73,17 @@ done
 "$bin" -C "$ws" -s agent checkpoint --message end >/dev/null
 git_s add -A && git_s commit -q --allow-empty -m end
 git_s gc -q # the baseline as a maintained repository keeps it: packed, before the drop
+}
+
+if [[ -n ${GC_BENCH_FROM:-} ]]; then
+  cp -a "$GC_BENCH_FROM"/ws "$GC_BENCH_FROM"/home "$GC_BENCH_FROM"/shadow.git "$tmp"/
+  mapfile -t commits <"$GC_BENCH_FROM"/commits
+  sync # the copy's writeback would run beside the timed gc
+  # The copy is another directory than the one the history was registered for: move it here.
+  "$bin" workspace move "$(basename "$(echo "$REWIND_HOME"/workspaces/*)")" "$ws" >/dev/null
+else
+  build_history
+fi
 
 state=$(echo "$REWIND_HOME"/workspaces/*)
 if [[ -n ${GC_BENCH_SAVE:-} ]]; then
@@ -80,6 +93,7 @@ if [[ -n ${GC_BENCH_SAVE:-} ]]; then
 fi
 r_before=$(bytes "$state")
 g_before=$(bytes "$shadow")
+sync
 
 t0=$(now)
 "$bin" -C "$ws" gc --keep "$keep" --max-age 0s >/dev/null
@@ -91,6 +105,7 @@ r_gc=$(secs "$t0" "$t1")
 boundary=${commits[$((ckpts - keep + 1))]}
 echo "$boundary" >"$shadow/shallow"
 git_s reflog expire --expire=now --all
+sync
 t0=$(now)
 git_s gc -q --prune=now
 t1=$(now)
