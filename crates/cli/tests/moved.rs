@@ -806,3 +806,40 @@ fn gc_reclaims_only_orphans_nothing_claims() {
     );
     history_works(&env, &moved_to);
 }
+
+/// A copy of the workspace put in its place (`cp -a` keeps the mark) is refused, with a message
+/// that says so and names the command that gives it the history (not "it seems to be here").
+#[test]
+fn a_marked_copy_in_place_is_refused_and_the_hint_relinks_it() {
+    let env = Env::new();
+    let proj = project(&env);
+    let id = workspace_id(&env, &proj);
+    let saved = env.root().join("a/saved");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&proj)
+        .arg(&saved)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    std::fs::remove_dir_all(&proj).unwrap();
+    mv(&saved, &proj);
+    let o = rw(&env, &proj, &["-s", "S", "log"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let hint = format!("rewind workspace move {id} {}", proj.display());
+    assert!(
+        stderr(&o).contains("a copy of the registered"),
+        "{}",
+        text(&o)
+    );
+    assert!(stderr(&o).contains(&hint), "{}", text(&o));
+    assert!(!stderr(&o).contains("seems to be"), "{}", text(&o));
+    let o = ok(
+        &env,
+        &proj,
+        &["workspace", "move", &id, &proj.display().to_string()],
+    );
+    let said = stdout(&o);
+    assert!(said.contains("now goes with the directory at"), "{said}");
+    history_works(&env, &proj);
+}

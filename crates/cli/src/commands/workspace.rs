@@ -100,7 +100,15 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                 new: new.clone(),
             })?;
             emit(cli.json, &r, |r| {
-                println!("Moved workspace {} from {} to {}", r.id, r.from, r.to)
+                if r.from == r.to {
+                    // A copy put in the registered directory's place was given the history.
+                    println!(
+                        "Workspace {}'s history now goes with the directory at {}",
+                        r.id, r.to
+                    )
+                } else {
+                    println!("Moved workspace {} from {} to {}", r.id, r.from, r.to)
+                }
             })?;
         }
         Sub::Adopt { from, dir } => {

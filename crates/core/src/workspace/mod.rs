@@ -689,6 +689,16 @@ fn register(
             Some(_) if !force => {
                 // Where the registered directory went, if it is near (a rename).
                 let moved = match registry::orphan_state(home, &id) {
+                    // The directory here carries the workspace's mark: a copy of it (`cp -a`,
+                    // a backup) put in its place. Whether the history goes with it is the
+                    // user's call, not a guess.
+                    Ok(registry::OrphanState::Relinkable { dir }) if Path::new(&dir) == root => {
+                        format!(
+                            " It carries that workspace's mark: a copy of the registered \
+                             directory, put in its place? To give it the history, run \
+                             `rewind workspace move {id} {dir}`."
+                        )
+                    }
                     Ok(registry::OrphanState::Relinkable { dir }) => format!(
                         " The registered directory seems to be {dir} now: a command run there \
                          takes its history along."

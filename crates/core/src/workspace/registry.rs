@@ -369,7 +369,10 @@ fn relink_locked(
         return Ok(None);
     };
     let before = rec.clone();
-    let resumed = rec.root_path() == root;
+    // Already pointing here: a re-link interrupted after its record was saved. Not so when the
+    // directory here is another one than recorded (a copy carrying the mark put in the
+    // registered one's place, given the history by `workspace move`): that is re-linked.
+    let resumed = rec.root_path() == root && rec.same_dir(meta);
     if !resumed {
         if !root_state(&rec).is_gone() {
             return Ok(None);
