@@ -1200,3 +1200,58 @@ fn a_first_checkpoint_that_runs_out_of_budget_completes_the_baseline_in_the_back
     wait_for_baseline(&env, "S1");
     fsck_clean(&env);
 }
+
+/// A prompt's checkpoint that leaves the state over `[retention] max_bytes` starts one gc in
+/// the background, as `rewind checkpoint` does: a hooked agent's history stays within its
+/// budget without the agent waiting for it.
+#[test]
+fn a_prompt_over_the_budget_starts_a_gc_in_the_background() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "x.txt", b"x\n");
+    write(root, ".rewind.toml", b"[retention]\nmax_bytes = \"3M\"\n");
+    let f = env.home.path().join("claude-env");
+    let cwd = json!(root.to_str().unwrap());
+    let code = |o: Output| o.status.code();
+    assert_eq!(
+        code(hook(&env, &event("SessionStart", json!({"cwd": cwd})), &f)),
+        Some(0)
+    );
+    for i in 0..6 {
+        // The user's edit between turns, 1 MiB of fresh random bytes: each checkpoint stores
+        // it (incompressible).
+        let mut big = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), 1 << 20),
+            &mut big,
+        )
+        .unwrap();
+        write(root, "big.bin", &big);
+        let e = event(
+            "UserPromptSubmit",
+            json!({"cwd": cwd, "prompt_id": format!("p{i}")}),
+        );
+        assert_eq!(code(hook(&env, &e, &f)), Some(0));
+    }
+    let budget = (3 << 20) + (256 << 10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while crate::gc::state_bytes(&env) > budget && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        crate::gc::state_bytes(&env) <= budget,
+        "no gc brought the state within its budget: {} bytes",
+        crate::gc::state_bytes(&env)
+    );
+    let v = json(&env, "S1", &["gc", "--auto"], 0);
+    assert_eq!(v["skipped"], true, "within budget now: {v}");
+    let log = json(&env, "S1", &["log", "-n", "0"], 0);
+    let collected = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "checkpoint" && !i["collected_ns"].is_null())
+        .count();
+    assert!(collected > 0, "a gc dropped the oldest turns: {log}");
+    fsck_clean(&env);
+}

@@ -807,3 +807,51 @@ fn a_server_that_stops_writes_the_stat_cache_it_kept() {
     );
     fsck_clean(&env);
 }
+
+/// A client's checkpoint that leaves the state over `[retention] max_bytes` starts one gc in
+/// the background, as `rewind checkpoint` does, and the server goes on serving.
+#[test]
+fn a_checkpoint_through_the_server_over_the_budget_starts_a_gc() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "x.txt", b"x\n");
+    write(root, ".rewind.toml", b"[retention]\nmax_bytes = \"3M\"\n");
+    init(&env);
+    let mut server = serve_stdio(&env);
+    let mut c = Client::stdio(&mut server);
+    for i in 0..6 {
+        // 1 MiB of fresh random bytes between checkpoints (incompressible): each is stored.
+        let mut big = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::fs::File::open("/dev/urandom").unwrap().take(1 << 20),
+            &mut big,
+        )
+        .unwrap();
+        write(root, "big.bin", &big);
+        c.call(
+            "checkpoint",
+            json!({"session": "S", "message": format!("m{i}")}),
+        );
+    }
+    let budget = (3 << 20) + (256 << 10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while crate::gc::state_bytes(&env) > budget && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        crate::gc::state_bytes(&env) <= budget,
+        "no gc brought the state within its budget: {} bytes",
+        crate::gc::state_bytes(&env)
+    );
+    let log = c.call("log", json!({"session": "S", "limit": 0}));
+    let collected = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "checkpoint" && !i["collected_ns"].is_null())
+        .count();
+    assert!(collected > 0, "a gc dropped the oldest checkpoints: {log}");
+    let o = stop(server);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fsck_clean(&env);
+}

@@ -24,6 +24,10 @@ pub struct Outcome {
     /// front starts `rewind baseline --background` there (as after any command), off the
     /// agent's path.
     pub baseline_in: Option<PathBuf>,
+    /// The workspace whose state exceeds its `[retention] max_bytes` after the checkpoint this
+    /// event made: the front starts `rewind gc --auto` there, detached (as after `rewind
+    /// checkpoint`).
+    pub gc_in: Option<PathBuf>,
 }
 
 impl Outcome {
@@ -69,11 +73,18 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
         event.what,
         What::Prompt { .. } | What::Post { .. } | What::End
     );
+    let checkpointed = matches!(event.what, What::Prompt { .. });
     let mut out = handle_with(&ep, dialect, event)?;
     // A server's own captures re-read only what changed; this process's may have run out of
     // budget on a big tree.
     if captures && !ep.via_server() && ep.service().baseline_due().unwrap_or(false) {
         out.baseline_in = Some(ep.context().root());
+    }
+    // A prompt makes the turn's checkpoint, after which the state may be over its budget.
+    // (Through a server, this process has not opened the workspace: the server's own
+    // checkpoints are not followed by a gc yet.)
+    if checkpointed && !ep.via_server() && ep.service().gc_due().unwrap_or(false) {
+        out.gc_in = Some(ep.context().root());
     }
     Ok(out)
 }

@@ -50,6 +50,11 @@ pub struct Options {
     /// ran out of `capture.time_budget`: the front starts the background baseline there
     /// (`rewind mcp` starts `rewind baseline --background`). `None`: nothing is started.
     pub start_baseline: Option<fn(&std::path::Path)>,
+    /// Called with the workspace's root after a `checkpoint` (in this process) that leaves the
+    /// state over its `[retention] max_bytes`: the front starts a gc there (`rewind mcp`
+    /// starts `rewind gc --auto`; through a server, the server does). `None`: nothing is
+    /// started.
+    pub start_gc: Option<fn(&std::path::Path)>,
 }
 
 /// How `run` runs commands, as decided when the server starts.
@@ -73,6 +78,7 @@ pub struct Server {
     run_mode: RunMode,
     session: String,
     start_baseline: Option<fn(&std::path::Path)>,
+    start_gc: Option<fn(&std::path::Path)>,
 }
 
 impl Server {
@@ -108,6 +114,7 @@ impl Server {
             run_mode,
             session,
             start_baseline: opts.start_baseline,
+            start_gc: opts.start_gc,
         })
     }
 
@@ -124,7 +131,7 @@ impl Server {
         params: serde_json::Value,
     ) -> Result<serde_json::Value, ApiError> {
         let ep = self.ep.clone();
-        let start_baseline = self.start_baseline;
+        let (start_baseline, start_gc) = (self.start_baseline, self.start_gc);
         tokio::task::spawn_blocking(move || {
             let ep = ep.lock().unwrap_or_else(|p| p.into_inner());
             let out = if method != "exec" {
@@ -143,6 +150,12 @@ impl Server {
             let captured = matches!(method, "exec" | "checkpoint" | "restore" | "undo");
             if let (true, false, Some(start)) = (captured, ep.via_server(), start_baseline) {
                 if ep.service().baseline_due().unwrap_or(false) {
+                    start(&ep.context().root());
+                }
+            }
+            let checkpointed = method == "checkpoint" && out.is_ok();
+            if let (true, false, Some(start)) = (checkpointed, ep.via_server(), start_gc) {
+                if ep.service().gc_due().unwrap_or(false) {
                     start(&ep.context().root());
                 }
             }

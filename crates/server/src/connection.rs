@@ -287,6 +287,13 @@ pub(crate) fn run(
     if let Some(event) = Event::of(method, session, &out) {
         shared.hub.publish(&event);
     }
+    if method == "checkpoint" && out.is_ok() {
+        if let Some(start_gc) = &shared.on_gc_due {
+            if svc.gc_due().unwrap_or(false) {
+                start_gc(&shared.root);
+            }
+        }
+    }
     Ok(out?)
 }
 

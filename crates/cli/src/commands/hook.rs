@@ -150,5 +150,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
     if let Some(root) = &out.baseline_in {
         super::start_detached_in(root, &["baseline", "--background"]);
     }
+    if let Some(root) = &out.gc_in {
+        super::start_detached_in(root, &["gc", "--auto"]);
+    }
     Ok(out.code)
 }

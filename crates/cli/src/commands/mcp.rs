@@ -55,6 +55,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         session: (cli.session != "default").then(|| cli.session.clone()),
         sandbox: args.sandbox,
         start_baseline: Some(|root| super::start_detached_in(root, &["baseline", "--background"])),
+        start_gc: Some(|root| super::start_detached_in(root, &["gc", "--auto"])),
     };
     rewind_mcp::serve(&opts)?;
     Ok(crate::exit::OK)
