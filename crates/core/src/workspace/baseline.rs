@@ -163,7 +163,7 @@ impl Workspace {
             let run = prehash::prehash(
                 self.root(),
                 &writer,
-                &todo,
+                todo,
                 Instant::now() + chunk,
                 self.config.capture.max_file_size(),
             )?;
