@@ -61,7 +61,9 @@ def expect(what, got, want):
 def main():
     with tempfile.TemporaryDirectory() as profile:
         d = chromium(profile)
-        wait = WebDriverWait(d, 20)
+        # A condition that finds an element the page re-renders before it reads its text
+        # meets a stale reference: read it again (the page is live; it re-renders on events).
+        wait = WebDriverWait(d, 20, ignored_exceptions=[StaleElementReferenceException])
         try:
             run(d, wait)
         except Exception:
