@@ -81,8 +81,7 @@ fn handle(dialect: Dialect, event: Event) -> Result<Outcome, ApiError> {
         out.baseline_in = Some(ep.context().root());
     }
     // A prompt makes the turn's checkpoint, after which the state may be over its budget.
-    // (Through a server, this process has not opened the workspace: the server's own
-    // checkpoints are not followed by a gc yet.)
+    // (Through a server, the server starts the gc: this process has not opened the workspace.)
     if checkpointed && !ep.via_server() && ep.service().gc_due().unwrap_or(false) {
         out.gc_in = Some(ep.context().root());
     }

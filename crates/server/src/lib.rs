@@ -46,7 +46,7 @@ pub enum Transport {
 }
 
 /// What to serve and how.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// The workspace root (registered on first use, as any command does).
     pub root: PathBuf,
@@ -61,22 +61,7 @@ pub struct Options {
     /// max_bytes`, with the workspace root: `rewind serve` starts a detached `rewind gc --auto`
     /// there (the server runs in whatever program embeds it, so starting processes is the
     /// front's call).
-    pub on_gc_due: Option<GcDue>,
-}
-
-/// See [`Options::on_gc_due`].
-pub type GcDue = Arc<dyn Fn(&Path) + Send + Sync>;
-
-impl std::fmt::Debug for Options {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options")
-            .field("root", &self.root)
-            .field("session", &self.session)
-            .field("transport", &self.transport)
-            .field("web", &self.web)
-            .field("on_gc_due", &self.on_gc_due.is_some())
-            .finish()
-    }
+    pub on_gc_due: Option<fn(&Path)>,
 }
 
 /// A web front served by the server's process: its address and token.
@@ -111,7 +96,7 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     /// Services kept between connections (see [`connection::take_service`]).
     pub(crate) pool: connection::Pool,
-    pub(crate) on_gc_due: Option<GcDue>,
+    pub(crate) on_gc_due: Option<fn(&Path)>,
 }
 
 /// The method names a client may call: the operations and the server's own.
@@ -170,7 +155,7 @@ pub fn start(opts: &Options) -> Result<Server, ApiError> {
         inflight: AtomicUsize::new(0),
         stopping: AtomicBool::new(false),
         pool: connection::Pool::default(),
-        on_gc_due: opts.on_gc_due.clone(),
+        on_gc_due: opts.on_gc_due,
     });
     events::follow(shared.clone());
     Ok(Server {

@@ -59,9 +59,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         },
         web: web.as_ref().map(rewind_web::Listener::front),
         // As after `rewind checkpoint`: a gc over the budget, off the client's path.
-        on_gc_due: Some(std::sync::Arc::new(|root: &std::path::Path| {
-            super::start_detached_in(root, &["gc", "--auto"])
-        })),
+        on_gc_due: Some(|root| super::start_detached_in(root, &["gc", "--auto"])),
     };
     let server = rewind_server::start(&opts)?;
     let root = server.root().to_path_buf();
