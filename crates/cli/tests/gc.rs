@@ -58,8 +58,33 @@ pub fn restores_each(env: &Env, kept: &[(String, Tree)]) {
     }
 }
 
+/// 1 MiB of fresh random bytes: stored as is (incompressible), so each copy kept costs 1 MiB.
+pub fn random_mib() -> Vec<u8> {
+    let mut big = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), 1 << 20),
+        &mut big,
+    )
+    .unwrap();
+    big
+}
+
+/// Waits (60 s at most) until the workspace's state is within `budget` bytes, as the gc a
+/// checkpoint started in the background leaves it; fails if it never is.
+pub fn wait_within_budget(env: &Env, budget: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while state_bytes(env) > budget && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        state_bytes(env) <= budget,
+        "no gc brought the state within its budget: {} bytes",
+        state_bytes(env)
+    );
+}
+
 /// The checkpoints of every session marked collected in `log`.
-fn collected(env: &Env) -> Vec<String> {
+pub fn collected(env: &Env) -> Vec<String> {
     let v = json(env, "x", &["log", "--all-sessions", "-n", "0"], 0);
     v["items"]
         .as_array()
@@ -470,18 +495,10 @@ fn a_checkpoint_over_the_budget_starts_one_gc_in_the_background() {
     let turns = churn(&env, "S", 0, 6);
     checkpoint(&env, "S", "end");
     // The gc the checkpoints started finishes on its own; wait for it (bounded).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while state_bytes(&env) > (3 << 20) + (256 << 10) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_within_budget(&env, (3 << 20) + (256 << 10));
     // The lock of a running gc is gone once it is done: a manual gc then waits for nothing.
     let v = json(&env, "S", &["gc", "--auto"], 0);
     assert_eq!(v["skipped"], true, "within budget now: {v}");
-    assert!(
-        state_bytes(&env) <= (3 << 20) + (256 << 10),
-        "{}",
-        state_bytes(&env)
-    );
     let gone = collected(&env);
     assert!(gone.contains(&turns[0].0), "the oldest went: {gone:?}");
     fsck_clean(&env);

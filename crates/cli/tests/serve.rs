@@ -820,29 +820,15 @@ fn a_checkpoint_through_the_server_over_the_budget_starts_a_gc() {
     let mut server = serve_stdio(&env);
     let mut c = Client::stdio(&mut server);
     for i in 0..6 {
-        // 1 MiB of fresh random bytes between checkpoints (incompressible): each is stored.
-        let mut big = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::fs::File::open("/dev/urandom").unwrap().take(1 << 20),
-            &mut big,
-        )
-        .unwrap();
+        // Each checkpoint stores 1 MiB more.
+        let big = crate::gc::random_mib();
         write(root, "big.bin", &big);
         c.call(
             "checkpoint",
             json!({"session": "S", "message": format!("m{i}")}),
         );
     }
-    let budget = (3 << 20) + (256 << 10);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while crate::gc::state_bytes(&env) > budget && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(
-        crate::gc::state_bytes(&env) <= budget,
-        "no gc brought the state within its budget: {} bytes",
-        crate::gc::state_bytes(&env)
-    );
+    crate::gc::wait_within_budget(&env, (3 << 20) + (256 << 10));
     let log = c.call("log", json!({"session": "S", "limit": 0}));
     let collected = log["items"]
         .as_array()
