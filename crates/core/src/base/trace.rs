@@ -22,3 +22,8 @@ pub fn phase(name: &str) {
         );
     }
 }
+
+/// Whether phases are printed: to skip building a phase name that costs something.
+pub fn on() -> bool {
+    start().is_some()
+}

@@ -10,6 +10,9 @@ pub mod scan;
 pub(crate) mod state;
 pub(crate) mod watch;
 
+#[cfg(test)]
+mod trusted_tests;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::ffi::OsStringExt;
@@ -41,6 +44,9 @@ pub struct CaptureOptions<'a> {
     pub watch: Option<&'a crate::capture::watch::Watcher>,
     /// Files hashed ahead (a background baseline): their ids stand in for reading them.
     pub prehashed: Option<&'a prehash::Prehashed>,
+    /// Reuse a directory's cached listing when its stamp vouches for it (see `scan`);
+    /// `None`: read every directory. [`scan::TRUST_GRANULE_NS`] outside tests.
+    pub trust_granule_ns: Option<i64>,
 }
 
 /// How the reason of a file left uncovered by `capture.time_budget` begins.
@@ -112,6 +118,9 @@ pub struct Capture {
     /// time clock), in ns since the Unix epoch: whatever was born before it and is not in this
     /// capture existed but was invisible to it (see `record::existed_before`).
     pub started_ns: i64,
+    /// Directories whose cached listing the walk reused without reading them (see `scan`).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) dirs_trusted: usize,
 }
 
 /// The time now on the clock the kernel stamps inodes with (`CLOCK_REALTIME_COARSE`), which can
@@ -156,6 +165,7 @@ pub(crate) fn capture(
             state_changed: false,
             same_as_cache: true,
             started_ns,
+            dirs_trusted: 0,
         });
     }
     let walk = scan::walk(
@@ -166,13 +176,20 @@ pub(crate) fn capture(
             progress: opts.progress,
             dirty: opts.dirty,
             watch: opts.watch,
+            trust_granule_ns: opts.trust_granule_ns,
         },
     );
     let mut dirs = walk.dirs;
+    let (stamps, trusted) = (walk.stamps, walk.trusted);
     // With a watcher's dirty set, `dirs` holds only the directories the walk entered; the
     // rest of the new state is the cache's, shared, so what follows costs O(entered).
     let partial = opts.dirty.is_some();
-    crate::base::trace::phase("capture: walk");
+    if crate::base::trace::on() {
+        let read = dirs.len().saturating_sub(trusted);
+        crate::base::trace::phase(&format!(
+            "capture: walk ({read} directories read, {trusted} reused unread)"
+        ));
+    }
     if unchanged(&dirs, old, partial) {
         // Nothing to hash, no tree to build, no new cache to diff: the usual case of an
         // `exec` whose command changed nothing, and of every capture with no edits since.
@@ -195,6 +212,7 @@ pub(crate) fn capture(
             state_changed: false,
             same_as_cache: true,
             started_ns,
+            dirs_trusted: trusted,
         });
     }
     let writer = store.writer()?;
@@ -272,7 +290,7 @@ pub(crate) fn capture(
             uncovered.extend(u);
             entered.push((dir, entries));
         }
-        let (state, compared) = merged_state(old, root_id, entered);
+        let (state, compared) = merged_state(old, root_id, entered, stamps);
         stats.entries = state.dirs.values().map(|e| e.len() as u64).sum();
         crate::base::trace::phase("capture: new state");
         let changes = diff_dirs(old, &state, compared.iter().collect());
@@ -282,6 +300,7 @@ pub(crate) fn capture(
             root: root_id,
             pos: old.pos,
             dirs: HashMap::with_capacity(converted.len()),
+            stamps,
             written_ns: 0,
         };
         for (dir, entries, u) in converted {
@@ -312,6 +331,7 @@ pub(crate) fn capture(
         state_changed,
         same_as_cache: false,
         started_ns,
+        dirs_trusted: trusted,
     })
 }
 
@@ -544,8 +564,10 @@ fn merged_state(
     old: &State,
     root: ObjectId,
     entered: Vec<(Vec<u8>, Vec<StatEntry>)>,
+    mut new_stamps: HashMap<Vec<u8>, state::DirStamp>,
 ) -> (State, Vec<Vec<u8>>) {
     let mut dirs = old.dirs.clone();
+    let mut stamps = old.stamps.clone();
     let mut compared = Vec::with_capacity(entered.len());
     let mut gone: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     for (dir, entries) in entered {
@@ -558,6 +580,10 @@ fn merged_state(
             }
         }
         compared.push(dir.clone());
+        match new_stamps.remove(&dir) {
+            Some(st) => stamps.insert(dir.clone(), st),
+            None => stamps.remove(&dir),
+        };
         dirs.insert(dir, Arc::new(entries));
     }
     if !gone.is_empty() {
@@ -579,10 +605,12 @@ fn merged_state(
             !drop
         });
     }
+    stamps.retain(|dir, _| dirs.contains_key(dir));
     let state = State {
         root,
         pos: old.pos,
         dirs,
+        stamps,
         written_ns: 0,
     };
     (state, compared)

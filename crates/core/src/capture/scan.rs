@@ -3,6 +3,19 @@
 //!
 //! Never follows symlinks (they are recorded as links), never enters `.git`, skips ignored
 //! paths unless the policy says to capture them, and records what it cannot read as uncovered.
+//!
+//! **Trusted listings** (git's untracked-cache rule). A directory's names change only with its
+//! mtime: creating, deleting or renaming an entry in it sets the directory's mtime (and
+//! ctime) to the time of that change. So a directory whose `lstat` now is exactly the one
+//! taken before its cached listing was read has the same names, provided nothing changed it
+//! *after* that `lstat` in the same clock tick: the walk records the coarse clock just before
+//! each `read_dir` (`listed_ns`) and reuses a listing only if the directory's mtime and ctime
+//! fall in an earlier granule (one second: file systems that keep whole seconds stay safe)
+//! than that reading, and only under the same ignore rules ([`listing_rules`]). Any change
+//! after the reading began carries a timestamp in `listed_ns`'s granule or later, so it differs
+//! from the stamp. A reused listing is still `lstat`ed name by name (a file's content changes
+//! do not touch its directory). The proof, and the file systems it is used on, are in
+//! `docs/format.md` ("Trusted directory listings").
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -15,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use rewind_store::{EntryKind, ObjectId};
 
 use crate::capture::ignore_rules::Rules;
-use crate::capture::state::{StatEntry, State};
+use crate::capture::state::{DirStamp, StatEntry, State};
 use crate::config::IgnoredPolicy;
 use crate::fs::relpath;
 
@@ -39,7 +52,15 @@ pub(crate) struct WalkOptions<'a> {
     pub dirty: Option<&'a crate::capture::watch::Dirty>,
     /// Watch every directory read, just before reading it.
     pub watch: Option<&'a crate::capture::watch::Watcher>,
+    /// Reuse a directory's cached listing when its stamp vouches for it, with timestamps
+    /// compared in granules of this many ns (see the module header); `None`: read every
+    /// directory.
+    pub trust_granule_ns: Option<i64>,
 }
+
+/// The granule of trusted listings: one second, so that file systems that keep whole-second
+/// timestamps are safe too.
+pub(crate) const TRUST_GRANULE_NS: i64 = 1_000_000_000;
 
 /// One directory entry as found on disk. `id` is known when the stat cache vouches for it.
 #[derive(Clone, Debug)]
@@ -57,7 +78,29 @@ pub(crate) struct Found {
 /// longer lists it (see `capture::merged_state`).
 pub(crate) struct Walk {
     pub dirs: HashMap<Vec<u8>, Vec<Found>>,
+    /// The stamp of every directory whose listing was read (or reused) with one.
+    pub stamps: HashMap<Vec<u8>, DirStamp>,
     pub warnings: Vec<String>,
+    /// Directories whose cached listing was reused without reading them.
+    pub trusted: usize,
+}
+
+/// A directory's own `lstat`, as its parent's listing found it.
+#[derive(Clone, Copy, Debug)]
+struct DirStat {
+    mtime_ns: i64,
+    ctime_ns: i64,
+    ino: u64,
+}
+
+impl DirStat {
+    fn of(s: &StatEntry) -> DirStat {
+        DirStat {
+            mtime_ns: s.mtime_ns,
+            ctime_ns: s.ctime_ns,
+            ino: s.ino,
+        }
+    }
 }
 
 pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
@@ -66,17 +109,30 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
         IgnoredPolicy::Skip => Some(Rules::for_root(root, &mut warnings)),
         IgnoredPolicy::Capture => None,
     };
+    let granule = opts
+        .trust_granule_ns
+        .filter(|g| *g > 0 && keeps_directory_mtimes(root));
     let sh = Shared {
         root,
         old,
         opts,
+        granule,
         out: Mutex::new(HashMap::new()),
+        stamps: Mutex::new(Vec::new()),
+        trusted: AtomicU64::new(0),
         warn: Mutex::new(warnings),
         unreadable: Mutex::new(Vec::new()),
     };
-    rayon::scope(|s| walk_dir(s, &sh, Vec::new(), rules, false));
+    let here = std::fs::symlink_metadata(root).ok().map(|m| DirStat {
+        mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+        ino: m.ino(),
+    });
+    rayon::scope(|s| walk_dir(s, &sh, Vec::new(), rules, false, here));
     let Shared {
         out,
+        stamps,
+        trusted,
         warn,
         unreadable,
         ..
@@ -92,10 +148,64 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
             *f = uncovered(name.to_vec(), 0, why);
         }
     }
+    let mut stamps: HashMap<Vec<u8>, DirStamp> = stamps.into_inner().unwrap().into_iter().collect();
+    stamps.retain(|dir, _| dirs.contains_key(dir));
     Walk {
         dirs,
+        stamps,
         warnings: warn.into_inner().unwrap(),
+        trusted: trusted.into_inner() as usize,
     }
+}
+
+/// Whether the file system under `root` is one where every change to a directory's entries
+/// sets its mtime and ctime from the kernel's clock: the local ones Linux maintains itself
+/// (ext2/3/4, XFS, btrfs, tmpfs, F2FS). Elsewhere (network, FUSE, overlay and unknown file
+/// systems) every directory is read.
+pub(crate) fn keeps_directory_mtimes(root: &Path) -> bool {
+    const EXT: i64 = 0xEF53;
+    const XFS: i64 = 0x5846_5342;
+    const BTRFS: i64 = 0x9123_683E;
+    const TMPFS: i64 = 0x0102_1994;
+    const F2FS: i64 = 0xF2F5_2010;
+    let Ok(c) = std::ffi::CString::new(root.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and out-pointer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    #[allow(clippy::unnecessary_cast)]
+    let magic = st.f_type as i64;
+    [EXT, XFS, BTRFS, TMPFS, F2FS].contains(&magic)
+}
+
+/// What a listing's filtering depended on besides the directory's names: the ignore rules in
+/// force (none when ignored paths are captured too) and whether the directory is inside an
+/// ignored one (then only what was captured before is kept).
+fn listing_rules(rules: Option<&Rules>, under_ignored: bool) -> [u8; 16] {
+    let mut h = blake3::Hasher::new();
+    match rules {
+        Some(r) => h.update(b"rules").update(&r.digest()),
+        None => h.update(b"capture ignored"),
+    };
+    h.update(&[under_ignored as u8]);
+    let mut d = [0u8; 16];
+    d.copy_from_slice(&h.finalize().as_bytes()[..16]);
+    d
+}
+
+/// Whether `stamp`, taken when a directory's listing was read, vouches that the directory still
+/// has the same names now that its `lstat` is `now` (see the module header).
+fn vouches(stamp: &DirStamp, now: &DirStat, rules: &[u8; 16], granule: i64) -> bool {
+    let listed = stamp.listed_ns.div_euclid(granule);
+    stamp.mtime_ns == now.mtime_ns
+        && stamp.ctime_ns == now.ctime_ns
+        && stamp.ino == now.ino
+        && stamp.rules == *rules
+        && stamp.mtime_ns.div_euclid(granule) < listed
+        && stamp.ctime_ns.div_euclid(granule) < listed
 }
 
 /// What every directory's walk reads or adds to.
@@ -103,7 +213,11 @@ struct Shared<'s> {
     root: &'s Path,
     old: &'s State,
     opts: &'s WalkOptions<'s>,
+    /// `opts.trust_granule_ns`, where the file system allows it.
+    granule: Option<i64>,
     out: Mutex<HashMap<Vec<u8>, Vec<Found>>>,
+    stamps: Mutex<Vec<(Vec<u8>, DirStamp)>>,
+    trusted: AtomicU64,
     warn: Mutex<Vec<String>>,
     /// Directories that could not be listed and that the cache never knew.
     unreadable: Mutex<Vec<(Vec<u8>, String)>>,
@@ -111,13 +225,14 @@ struct Shared<'s> {
 
 /// Walks directory `rel`, spawning its subdirectories' walks. `under_ignored`: inside an
 /// ignored directory that is walked because it was captured before, so only what was captured
-/// before is captured.
+/// before is captured. `here`: the directory's own `lstat`, taken before this call.
 fn walk_dir<'s>(
     scope: &rayon::Scope<'s>,
     sh: &'s Shared<'s>,
     rel: Vec<u8>,
     rules: Option<Arc<Rules>>,
     under_ignored: bool,
+    here: Option<DirStat>,
 ) {
     let (root, old, opts) = (sh.root, sh.old, sh.opts);
     let (out, warn, unreadable) = (&sh.out, &sh.warn, &sh.unreadable);
@@ -143,7 +258,7 @@ fn walk_dir<'s>(
                         || child_rules
                             .as_ref()
                             .is_some_and(|r| r.is_ignored(&relpath::to_path(root, &child), true));
-                    scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored));
+                    scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored, None));
                 }
             }
             if !local_warn.is_empty() {
@@ -159,7 +274,38 @@ fn walk_dir<'s>(
     if let Some(w) = opts.watch {
         w.watch(&abs, &rel);
     }
-    let rd = match list(root, &abs, &rel) {
+    let rules_now = listing_rules(rules.as_deref(), under_ignored);
+    let stamp_then = old.stamps.get(&rel).filter(|_| old.dirs.contains_key(&rel));
+    let reuse = match (sh.granule, here, stamp_then) {
+        (Some(g), Some(now), Some(then)) if vouches(then, &now, &rules_now, g) => {
+            open_dir(&abs).map(|fd| (fd, *then))
+        }
+        _ => None,
+    };
+    // Read before the listing, after `here` was taken (see the module header).
+    let listed_ns = super::coarse_now_ns();
+    let (stamp, rd) = match reuse {
+        Some((fd, then)) => {
+            sh.trusted.fetch_add(1, Ordering::Relaxed);
+            let fd = Arc::new(fd);
+            let names = cached
+                .iter()
+                .map(move |c| Ok((c.name.clone(), Listed::At(fd.clone()))));
+            let names: Names<'_> = Box::new(names);
+            (Some(then), Ok(names))
+        }
+        None => {
+            let stamp = here.map(|h| DirStamp {
+                mtime_ns: h.mtime_ns,
+                ctime_ns: h.ctime_ns,
+                ino: h.ino,
+                listed_ns,
+                rules: rules_now,
+            });
+            (stamp, list(root, &abs, &rel).map(|n| n as Names<'_>))
+        }
+    };
+    let rd = match rd {
         Ok(rd) => rd,
         Err(e) => {
             if let Some(w) = opts.watch {
@@ -209,7 +355,7 @@ fn walk_dir<'s>(
         // Building the absolute path costs an allocation per entry: only when an ignore file
         // needs it.
         let path = needs_path.then(|| abs.join(OsStr::from_bytes(&name)));
-        let meta = match dent.stat() {
+        let meta = match dent.stat(&name) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => return Some((uncovered(name, 0, format!("cannot stat: {e}")), false)),
@@ -318,13 +464,33 @@ fn walk_dir<'s>(
             }
             let child_rules = rules.clone();
             let ignored = ignored_dirs.contains(&f.stat.name);
-            scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored));
+            let here = DirStat::of(&f.stat);
+            scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored, Some(here)));
         }
     }
     if !local_warn.is_empty() {
         warn.lock().unwrap().extend(local_warn);
     }
+    if let Some(stamp) = stamp {
+        sh.stamps.lock().unwrap().push((rel.clone(), stamp));
+    }
     out.lock().unwrap().insert(rel, found);
+}
+
+/// Opens directory `abs` for `fstatat` (no following a symlink put in its place); `None`
+/// when it cannot be (then it is listed as usual).
+fn open_dir(abs: &Path) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let c = std::ffi::CString::new(abs.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a valid C string; the descriptor is owned below.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    // SAFETY: a fresh descriptor this function owns.
+    (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// A directory with at least this many entries has them stat'ed in parallel.
@@ -355,25 +521,58 @@ impl From<std::fs::Metadata> for EntryStat {
     }
 }
 
+/// A directory's names, each with a way to `lstat` it.
+type Names<'a> = Box<dyn Iterator<Item = std::io::Result<(Vec<u8>, Listed)>> + 'a>;
+
 /// One entry of a listing, stat'ed when asked (a skipped name costs no syscall).
 enum Listed {
     Std(std::fs::DirEntry),
     /// From a listing relative to descriptors: the `lstat` is already taken.
     Fd(std::io::Result<libc::stat>),
+    /// A name of a trusted cached listing, in the directory open here.
+    At(Arc<std::os::fd::OwnedFd>),
 }
 
 impl Listed {
-    fn stat(self) -> std::io::Result<EntryStat> {
-        match self {
-            Listed::Std(d) => d.metadata().map(EntryStat::from),
-            Listed::Fd(st) => st.map(|st| EntryStat {
-                mode: st.st_mode,
-                size: st.st_size as u64,
-                mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
-                ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec,
-                ino: st.st_ino,
-            }),
-        }
+    fn stat(self, name: &[u8]) -> std::io::Result<EntryStat> {
+        let st = match self {
+            Listed::Std(d) => return d.metadata().map(EntryStat::from),
+            Listed::Fd(st) => st,
+            Listed::At(dir) => lstat_at(&dir, name),
+        };
+        st.map(|st| EntryStat {
+            mode: st.st_mode,
+            size: st.st_size as u64,
+            mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
+            ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec,
+            ino: st.st_ino,
+        })
+    }
+}
+
+/// `lstat` of `name` in directory `dir`, the name copied onto the stack (a name is at most
+/// 255 bytes: no allocation per entry).
+fn lstat_at(dir: &std::os::fd::OwnedFd, name: &[u8]) -> std::io::Result<libc::stat> {
+    use std::os::fd::AsRawFd;
+    let mut buf = [0u8; 256];
+    if name.len() >= buf.len() || name.contains(&0) {
+        return Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    buf[..name.len()].copy_from_slice(name);
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated name, a valid descriptor and out-pointer.
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            buf.as_ptr().cast(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(st)
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -439,5 +638,115 @@ pub(crate) fn uncovered(name: Vec<u8>, size: u64, why: String) -> Found {
         },
         known: true,
         uncovered: Some(why.into_boxed_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What a directory's `lstat` says at time `at` on a file system whose timestamps are
+    /// truncated to `tick` ns (kernels before multigrain timestamps stamp with the coarse
+    /// clock; ext4 with small inodes keeps whole seconds), after namespace changes at `changes` and `touch -d`
+    /// resets (mtime set back to `old`, ctime to the time of the reset) at `resets`.
+    fn stat_at(at: i64, tick: i64, changes: &[i64], resets: &[(i64, i64)]) -> DirStat {
+        let ts = |t: i64| t.div_euclid(tick) * tick;
+        let (mut mtime, mut ctime) = (0, 0);
+        let mut events: Vec<(i64, Option<i64>)> = changes.iter().map(|c| (*c, None)).collect();
+        events.extend(resets.iter().map(|(t, old)| (*t, Some(*old))));
+        events.sort();
+        for (t, reset) in events {
+            if t > at {
+                break;
+            }
+            mtime = reset.unwrap_or(ts(t));
+            ctime = ts(t);
+        }
+        DirStat {
+            mtime_ns: mtime,
+            ctime_ns: ctime,
+            ino: 7,
+        }
+    }
+
+    proptest! {
+        /// The rule against a model of coarse timestamps: whenever a stamp vouches for a
+        /// directory, no name changed in it after its listing was read. The stamp is the
+        /// `lstat` at `s`, the coarse clock read at `l` (after `s`), the listing read at `r`
+        /// (after `l`); the directory is looked at again at `n`. This holds for every clock
+        /// tick up to the granule, which this kernel's own timestamps (fine-grained once
+        /// queried) cannot show.
+        #[test]
+        fn a_stamp_never_vouches_across_a_later_change(
+            tick_i in 0usize..5,
+            clock_i in 0usize..2,
+            granule_i in 0usize..2,
+            s in 0i64..3_000_000_000,
+            dl in 0i64..20_000_000,
+            dr in 0i64..5_000_000,
+            dn in 0i64..3_000_000_000,
+            changes in prop::collection::vec(0i64..6_000_000_000, 0..6),
+            resets in prop::collection::vec((0i64..6_000_000_000, 0i64..3_000_000_000), 0..2),
+        ) {
+            // The file system's timestamps are the clock's, truncated to its own tick.
+            let tick = [1, 1_000_000, 4_000_000, 10_000_000, 1_000_000_000][tick_i];
+            let clock = [1, 4_000_000][clock_i].min(tick);
+            let granule = [TRUST_GRANULE_NS, 10_000_000][granule_i].max(tick);
+            let (l, r) = (s + dl, s + dl + dr);
+            let n = r + dn;
+            let here = stat_at(s, tick, &changes, &resets);
+            let stamp = DirStamp {
+                mtime_ns: here.mtime_ns,
+                ctime_ns: here.ctime_ns,
+                ino: here.ino,
+                listed_ns: l.div_euclid(clock) * clock,
+                rules: [1; 16],
+            };
+            let now = stat_at(n, tick, &changes, &resets);
+            let changed_after = changes
+                .iter()
+                .chain(resets.iter().map(|(t, _)| t))
+                .any(|c| *c >= r && *c <= n);
+            prop_assert!(
+                !(changed_after && vouches(&stamp, &now, &[1; 16], granule)),
+                "vouched across a change: stamp {:?}, now {:?}", stamp, now
+            );
+        }
+    }
+
+    /// Other ignore rules, another inode or another stat: no.
+    #[test]
+    fn a_stamp_vouches_only_for_its_rules_and_stat() {
+        let stamp = DirStamp {
+            mtime_ns: 1_000,
+            ctime_ns: 2_000,
+            ino: 3,
+            listed_ns: 5_000_000_000,
+            rules: [1; 16],
+        };
+        let now = DirStat {
+            mtime_ns: 1_000,
+            ctime_ns: 2_000,
+            ino: 3,
+        };
+        assert!(vouches(&stamp, &now, &[1; 16], TRUST_GRANULE_NS));
+        assert!(!vouches(&stamp, &now, &[2; 16], TRUST_GRANULE_NS));
+        assert!(!vouches(
+            &stamp,
+            &DirStat { ino: 4, ..now },
+            &[1; 16],
+            TRUST_GRANULE_NS
+        ));
+        let later = DirStat {
+            ctime_ns: 2_001,
+            ..now
+        };
+        assert!(!vouches(&stamp, &later, &[1; 16], TRUST_GRANULE_NS));
+        let same_second = DirStamp {
+            listed_ns: 999_999_999,
+            ..stamp
+        };
+        assert!(!vouches(&same_second, &now, &[1; 16], TRUST_GRANULE_NS));
     }
 }

@@ -7,10 +7,13 @@
 //!
 //! Layout (little-endian), per directory so a directory's cached children are one slice the
 //! walker merge-joins against its `read_dir`:
-//! `b"RWS1"`, root tree id (32), `i64` op-log position, `u32` directory count, then per directory: `u32` path length,
-//! path bytes (`""` for the root), `u32` entry count, then per entry sorted by name: `u32` name
-//! length, name, `u8` kind, `u32` mode, `u64` size, `i64` mtime ns, `i64` ctime ns, `u64` inode,
-//! id (32; a directory's tree id). A trailing BLAKE3 of everything before it detects damage.
+//! `b"RWS2"`, root tree id (32), `i64` op-log position, `u32` directory count, then per
+//! directory: `u32` path length, path bytes (`""` for the root), `u8` 1 if a [`DirStamp`]
+//! follows (`i64` mtime ns, `i64` ctime ns, `u64` inode, `i64` listed ns, 16 bytes of rules
+//! digest) or 0, `u32` entry count, then per entry sorted by name: `u32` name length, name,
+//! `u8` kind, `u32` mode, `u64` size, `i64` mtime ns, `i64` ctime ns, `u64` inode, id (32; a
+//! directory's tree id). A trailing BLAKE3 of everything before it detects damage. `b"RWS1"`
+//! files (before directory stamps) are read as having no stamps.
 //!
 //! Racy timestamps (git's racy-git, jj's rule): an entry is trusted only if its mtime is
 //! strictly older than the state file's own mtime; anything modified in the same tick as the
@@ -78,6 +81,22 @@ impl StateStamp {
 /// A directory's cached entries, sorted by name; shared between the states made from it.
 pub type Listing = Arc<Vec<StatEntry>>;
 
+/// When and under which ignore rules a directory's listing was read, and the directory's own
+/// `lstat` taken before that: what lets a later walk reuse the listing without reading the
+/// directory (see `scan`'s trusted listings and `docs/format.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirStamp {
+    /// The directory's mtime, ctime and inode, taken before the listing was read.
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    /// The coarse real-time clock (what file systems stamp inodes with) just before the
+    /// listing was read, in ns since the Unix epoch.
+    pub listed_ns: i64,
+    /// The ignore rules the listing was filtered with (see `scan::listing_rules`).
+    pub rules: [u8; 16],
+}
+
 /// The cache: directory path → its entries sorted by name.
 #[derive(Clone, Debug, Default)]
 pub struct State {
@@ -88,6 +107,9 @@ pub struct State {
     /// Shared listings: a capture that re-read a few directories makes its new state from
     /// the old one by replacing those, without copying the rest (O(directories), not O(files)).
     pub dirs: HashMap<Vec<u8>, Listing>,
+    /// How each listing was read, for the directories that have a stamp (a directory without
+    /// one is read again by the next walk).
+    pub stamps: HashMap<Vec<u8>, DirStamp>,
     /// mtime of the state file when it was loaded; entries at or after it are racy.
     pub written_ns: i64,
 }
@@ -155,7 +177,7 @@ impl State {
 
 fn encode(s: &State) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + s.dirs.values().map(|v| v.len() * 80).sum::<usize>());
-    out.extend_from_slice(b"RWS1");
+    out.extend_from_slice(b"RWS2");
     out.extend_from_slice(&s.root.0);
     out.extend_from_slice(&s.pos.to_le_bytes());
     let mut dirs: Vec<_> = s.dirs.iter().collect();
@@ -164,6 +186,17 @@ fn encode(s: &State) -> Vec<u8> {
     for (path, entries) in dirs {
         out.extend_from_slice(&(path.len() as u32).to_le_bytes());
         out.extend_from_slice(path);
+        match s.stamps.get(path) {
+            Some(st) => {
+                out.push(1);
+                out.extend_from_slice(&st.mtime_ns.to_le_bytes());
+                out.extend_from_slice(&st.ctime_ns.to_le_bytes());
+                out.extend_from_slice(&st.ino.to_le_bytes());
+                out.extend_from_slice(&st.listed_ns.to_le_bytes());
+                out.extend_from_slice(&st.rules);
+            }
+            None => out.push(0),
+        }
         out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
         for e in entries.iter() {
             out.extend_from_slice(&(e.name.len() as u32).to_le_bytes());
@@ -197,16 +230,29 @@ fn decode(data: &[u8]) -> Option<State> {
         return None;
     }
     let mut r = rewind_store::ByteReader::new(body);
-    if r.take(4)? != b"RWS1" {
-        return None;
-    }
+    let stamped = match r.take(4)? {
+        b"RWS2" => true,
+        b"RWS1" => false,
+        _ => return None,
+    };
     let root = ObjectId(r.take(32)?.try_into().ok()?);
     let pos = r.u64()? as i64;
     let ndirs = r.u32()? as usize;
     let mut spans: Vec<(&[u8], usize, &[u8])> = Vec::with_capacity(ndirs.min(1 << 20));
+    let mut stamps = HashMap::new();
     for _ in 0..ndirs {
         let plen = r.u32()? as usize;
         let path = r.take(plen)?;
+        if stamped && r.u8()? == 1 {
+            let stamp = DirStamp {
+                mtime_ns: r.u64()? as i64,
+                ctime_ns: r.u64()? as i64,
+                ino: r.u64()?,
+                listed_ns: r.u64()? as i64,
+                rules: r.take(16)?.try_into().ok()?,
+            };
+            stamps.insert(path.to_vec(), stamp);
+        }
         let n = r.u32()? as usize;
         let start = r.position();
         for _ in 0..n {
@@ -226,6 +272,7 @@ fn decode(data: &[u8]) -> Option<State> {
         root,
         pos,
         dirs: decoded?.into_iter().collect(),
+        stamps,
         written_ns: 0,
     })
 }
@@ -324,10 +371,21 @@ mod tests {
                 id: ObjectId([2; 32]),
             }]),
         );
+        s.stamps.insert(
+            b"a\xff".to_vec(),
+            DirStamp {
+                mtime_ns: -3,
+                ctime_ns: 4,
+                ino: 5,
+                listed_ns: 6,
+                rules: [7; 16],
+            },
+        );
         s.save(&p).unwrap();
         let l = State::load(&p);
         assert_eq!(l.root, s.root);
         assert_eq!(l.dirs, s.dirs);
+        assert_eq!(l.stamps, s.stamps);
         assert!(l.written_ns > 0);
         let mut bytes = std::fs::read(&p).unwrap();
         bytes[40] ^= 1;

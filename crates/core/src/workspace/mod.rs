@@ -406,6 +406,7 @@ impl Workspace {
             dirty: None,
             watch: None,
             prehashed: None,
+            trust_granule_ns: Some(crate::capture::scan::TRUST_GRANULE_NS),
         }
     }
 
