@@ -30,7 +30,7 @@ use crate::fs::relpath;
 use crate::fs::root::RootDir;
 use crate::model::entry::{Change, Entry};
 use crate::Error;
-use scan::{Found, Progress, WalkOptions};
+use scan::{Found, Progress, Walk, WalkOptions};
 use state::{StatEntry, State};
 
 pub struct CaptureOptions<'a> {
@@ -179,26 +179,22 @@ pub(crate) fn capture(
             trust_granule_ns: opts.trust_granule_ns,
         },
     );
-    let mut dirs = walk.dirs;
-    let (stamps, trusted) = (walk.stamps, walk.trusted);
+    let mut walk = walk;
+    let trusted = walk.trusted;
     // With a watcher's dirty set, `dirs` holds only the directories the walk entered; the
     // rest of the new state is the cache's, shared, so what follows costs O(entered).
     let partial = opts.dirty.is_some();
     if crate::base::trace::on() {
-        let read = dirs.len().saturating_sub(trusted);
+        let read = walk.dirs.len().saturating_sub(trusted);
         crate::base::trace::phase(&format!(
             "capture: walk ({read} directories read, {trusted} reused unread)"
         ));
     }
-    if unchanged(&dirs, old, partial) {
+    if unchanged(&walk, old, partial) {
         // Nothing to hash, no tree to build, no new cache to diff: the usual case of an
         // `exec` whose command changed nothing, and of every capture with no edits since.
-        let entries = if partial {
-            old.dirs.values().map(|e| e.len() as u64).sum()
-        } else {
-            dirs.values().map(|e| e.len() as u64).sum()
-        };
-        crate::base::drop_in_background(dirs);
+        let entries = old.dirs.values().map(|e| e.len() as u64).sum();
+        crate::base::drop_in_background(walk.dirs);
         return Ok(Capture {
             root: old.root,
             state: State::default(),
@@ -215,6 +211,13 @@ pub(crate) fn capture(
             dirs_trusted: trusted,
         });
     }
+    walk.fill_same(old);
+    let Walk {
+        mut dirs,
+        stamps,
+        warnings,
+        ..
+    } = walk;
     let writer = store.writer()?;
     // `capture.time_budget` bounds the whole capture, so hashing stops early enough to leave
     // time for what follows it (the trees, the store commit, the new cache, the record), which
@@ -326,7 +329,7 @@ pub(crate) fn capture(
         state,
         changes,
         uncovered,
-        warnings: walk.warnings,
+        warnings,
         stats,
         state_changed,
         same_as_cache: false,
@@ -340,11 +343,16 @@ pub(crate) fn capture(
 /// its mode. Then the cache's trees are the tree. Conservative: an uncovered entry anywhere
 /// (its reason is reported afresh) takes the full path. `partial`: `dirs` holds only the
 /// directories a watcher's walk entered, the others being the cache's.
-fn unchanged(dirs: &HashMap<Vec<u8>, Vec<Found>>, old: &State, partial: bool) -> bool {
+fn unchanged(walk: &scan::Walk, old: &State, partial: bool) -> bool {
+    let dirs = &walk.dirs;
     if old.is_empty() || old.root == ObjectId::ZERO || (!partial && dirs.len() != old.dirs.len()) {
         return false;
     }
+    let same: std::collections::HashSet<&Vec<u8>> = walk.same.iter().collect();
     dirs.par_iter().all(|(dir, entries)| {
+        if same.contains(dir) {
+            return old.dirs.contains_key(dir);
+        }
         let Some(cached) = old.dirs.get(dir) else {
             return false;
         };

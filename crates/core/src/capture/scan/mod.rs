@@ -34,6 +34,10 @@ use crate::fs::relpath;
 
 pub use crate::fs::NEVER_CAPTURED;
 
+mod trusted;
+pub(crate) use trusted::keeps_directory_mtimes;
+use trusted::{listing_rules, lstat_at, open_dir, unchanged_listing, vouches, DirStat};
+
 /// Live counters a front end can poll for a progress bar.
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -80,25 +84,22 @@ pub(crate) struct Walk {
     pub dirs: HashMap<Vec<u8>, Vec<Found>>,
     /// The stamp of every directory whose listing was read (or reused) with one.
     pub stamps: HashMap<Vec<u8>, DirStamp>,
+    /// Directories found exactly as the cache has them (a trusted listing whose every entry
+    /// still has its cached stat): their entry in `dirs` is left empty, to be filled from the
+    /// cache with [`Walk::fill_same`] by a capture that needs it.
+    pub same: Vec<Vec<u8>>,
     pub warnings: Vec<String>,
     /// Directories whose cached listing was reused without reading them.
     pub trusted: usize,
 }
 
-/// A directory's own `lstat`, as its parent's listing found it.
-#[derive(Clone, Copy, Debug)]
-struct DirStat {
-    mtime_ns: i64,
-    ctime_ns: i64,
-    ino: u64,
-}
-
-impl DirStat {
-    fn of(s: &StatEntry) -> DirStat {
-        DirStat {
-            mtime_ns: s.mtime_ns,
-            ctime_ns: s.ctime_ns,
-            ino: s.ino,
+impl Walk {
+    /// Gives the directories found as the cache has them their cached entries.
+    pub fn fill_same(&mut self, old: &State) {
+        for dir in self.same.drain(..) {
+            if let (Some(entries), Some(cached)) = (self.dirs.get_mut(&dir), old.dirs.get(&dir)) {
+                *entries = cached_found(cached);
+            }
         }
     }
 }
@@ -119,6 +120,7 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
         granule,
         out: Mutex::new(HashMap::new()),
         stamps: Mutex::new(Vec::new()),
+        same: Mutex::new(Vec::new()),
         trusted: AtomicU64::new(0),
         warn: Mutex::new(warnings),
         unreadable: Mutex::new(Vec::new()),
@@ -132,6 +134,7 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
     let Shared {
         out,
         stamps,
+        same,
         trusted,
         warn,
         unreadable,
@@ -150,62 +153,14 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
     }
     let mut stamps: HashMap<Vec<u8>, DirStamp> = stamps.into_inner().unwrap().into_iter().collect();
     stamps.retain(|dir, _| dirs.contains_key(dir));
+    let same = same.into_inner().unwrap();
     Walk {
         dirs,
         stamps,
+        same,
         warnings: warn.into_inner().unwrap(),
         trusted: trusted.into_inner() as usize,
     }
-}
-
-/// Whether the file system under `root` is one where every change to a directory's entries
-/// sets its mtime and ctime from the kernel's clock: the local ones Linux maintains itself
-/// (ext2/3/4, XFS, btrfs, tmpfs, F2FS). Elsewhere (network, FUSE, overlay and unknown file
-/// systems) every directory is read.
-pub(crate) fn keeps_directory_mtimes(root: &Path) -> bool {
-    const EXT: i64 = 0xEF53;
-    const XFS: i64 = 0x5846_5342;
-    const BTRFS: i64 = 0x9123_683E;
-    const TMPFS: i64 = 0x0102_1994;
-    const F2FS: i64 = 0xF2F5_2010;
-    let Ok(c) = std::ffi::CString::new(root.as_os_str().as_bytes()) else {
-        return false;
-    };
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid C string and out-pointer.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return false;
-    }
-    #[allow(clippy::unnecessary_cast)]
-    let magic = st.f_type as i64;
-    [EXT, XFS, BTRFS, TMPFS, F2FS].contains(&magic)
-}
-
-/// What a listing's filtering depended on besides the directory's names: the ignore rules in
-/// force (none when ignored paths are captured too) and whether the directory is inside an
-/// ignored one (then only what was captured before is kept).
-fn listing_rules(rules: Option<&Rules>, under_ignored: bool) -> [u8; 16] {
-    let mut h = blake3::Hasher::new();
-    match rules {
-        Some(r) => h.update(b"rules").update(&r.digest()),
-        None => h.update(b"capture ignored"),
-    };
-    h.update(&[under_ignored as u8]);
-    let mut d = [0u8; 16];
-    d.copy_from_slice(&h.finalize().as_bytes()[..16]);
-    d
-}
-
-/// Whether `stamp`, taken when a directory's listing was read, vouches that the directory still
-/// has the same names now that its `lstat` is `now` (see the module header).
-fn vouches(stamp: &DirStamp, now: &DirStat, rules: &[u8; 16], granule: i64) -> bool {
-    let listed = stamp.listed_ns.div_euclid(granule);
-    stamp.mtime_ns == now.mtime_ns
-        && stamp.ctime_ns == now.ctime_ns
-        && stamp.ino == now.ino
-        && stamp.rules == *rules
-        && stamp.mtime_ns.div_euclid(granule) < listed
-        && stamp.ctime_ns.div_euclid(granule) < listed
 }
 
 /// What every directory's walk reads or adds to.
@@ -217,6 +172,7 @@ struct Shared<'s> {
     granule: Option<i64>,
     out: Mutex<HashMap<Vec<u8>, Vec<Found>>>,
     stamps: Mutex<Vec<(Vec<u8>, DirStamp)>>,
+    same: Mutex<Vec<Vec<u8>>>,
     trusted: AtomicU64,
     warn: Mutex<Vec<String>>,
     /// Directories that could not be listed and that the cache never knew.
@@ -287,6 +243,32 @@ fn walk_dir<'s>(
     let (stamp, rd) = match reuse {
         Some((fd, then)) => {
             sh.trusted.fetch_add(1, Ordering::Relaxed);
+            if let Some(subdirs) = unchanged_listing(&fd, cached, old) {
+                // The usual case: nothing here changed. No entry is built (at 100k files, a
+                // copy of every name is a third of a no-op walk); the capture takes the
+                // cached listing as it is (see `Walk::same`).
+                if let Some(p) = opts.progress {
+                    p.entries_seen
+                        .fetch_add(cached.len() as u64, Ordering::Relaxed);
+                }
+                for (name, here) in subdirs {
+                    let child = relpath::join(&rel, name);
+                    let ignored = under_ignored
+                        || (needs_path
+                            && rules.as_ref().is_some_and(|r| {
+                                r.is_ignored(&abs.join(OsStr::from_bytes(name)), true)
+                            }));
+                    let child_rules = rules.clone();
+                    scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored, Some(here)));
+                }
+                if !local_warn.is_empty() {
+                    warn.lock().unwrap().extend(local_warn);
+                }
+                sh.stamps.lock().unwrap().push((rel.clone(), then));
+                sh.same.lock().unwrap().push(rel.clone());
+                out.lock().unwrap().insert(rel, Vec::new());
+                return;
+            }
             let fd = Arc::new(fd);
             let names = cached
                 .iter()
@@ -477,22 +459,6 @@ fn walk_dir<'s>(
     out.lock().unwrap().insert(rel, found);
 }
 
-/// Opens directory `abs` for `fstatat` (no following a symlink put in its place); `None`
-/// when it cannot be (then it is listed as usual).
-fn open_dir(abs: &Path) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    let c = std::ffi::CString::new(abs.as_os_str().as_bytes()).ok()?;
-    // SAFETY: a valid C string; the descriptor is owned below.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    // SAFETY: a fresh descriptor this function owns.
-    (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
-}
-
 /// A directory with at least this many entries has them stat'ed in parallel.
 const PARALLEL_STAT_AT: usize = 4096;
 /// Entries per parallel job (a `lstat` is a few microseconds: smaller jobs cost more to hand
@@ -547,32 +513,6 @@ impl Listed {
             ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec,
             ino: st.st_ino,
         })
-    }
-}
-
-/// `lstat` of `name` in directory `dir`, the name copied onto the stack (a name is at most
-/// 255 bytes: no allocation per entry).
-fn lstat_at(dir: &std::os::fd::OwnedFd, name: &[u8]) -> std::io::Result<libc::stat> {
-    use std::os::fd::AsRawFd;
-    let mut buf = [0u8; 256];
-    if name.len() >= buf.len() || name.contains(&0) {
-        return Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG));
-    }
-    buf[..name.len()].copy_from_slice(name);
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated name, a valid descriptor and out-pointer.
-    let rc = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            buf.as_ptr().cast(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc == 0 {
-        Ok(st)
-    } else {
-        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -638,115 +578,5 @@ pub(crate) fn uncovered(name: Vec<u8>, size: u64, why: String) -> Found {
         },
         known: true,
         uncovered: Some(why.into_boxed_str()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// What a directory's `lstat` says at time `at` on a file system whose timestamps are
-    /// truncated to `tick` ns (kernels before multigrain timestamps stamp with the coarse
-    /// clock; ext4 with small inodes keeps whole seconds), after namespace changes at `changes` and `touch -d`
-    /// resets (mtime set back to `old`, ctime to the time of the reset) at `resets`.
-    fn stat_at(at: i64, tick: i64, changes: &[i64], resets: &[(i64, i64)]) -> DirStat {
-        let ts = |t: i64| t.div_euclid(tick) * tick;
-        let (mut mtime, mut ctime) = (0, 0);
-        let mut events: Vec<(i64, Option<i64>)> = changes.iter().map(|c| (*c, None)).collect();
-        events.extend(resets.iter().map(|(t, old)| (*t, Some(*old))));
-        events.sort();
-        for (t, reset) in events {
-            if t > at {
-                break;
-            }
-            mtime = reset.unwrap_or(ts(t));
-            ctime = ts(t);
-        }
-        DirStat {
-            mtime_ns: mtime,
-            ctime_ns: ctime,
-            ino: 7,
-        }
-    }
-
-    proptest! {
-        /// The rule against a model of coarse timestamps: whenever a stamp vouches for a
-        /// directory, no name changed in it after its listing was read. The stamp is the
-        /// `lstat` at `s`, the coarse clock read at `l` (after `s`), the listing read at `r`
-        /// (after `l`); the directory is looked at again at `n`. This holds for every clock
-        /// tick up to the granule, which this kernel's own timestamps (fine-grained once
-        /// queried) cannot show.
-        #[test]
-        fn a_stamp_never_vouches_across_a_later_change(
-            tick_i in 0usize..5,
-            clock_i in 0usize..2,
-            granule_i in 0usize..2,
-            s in 0i64..3_000_000_000,
-            dl in 0i64..20_000_000,
-            dr in 0i64..5_000_000,
-            dn in 0i64..3_000_000_000,
-            changes in prop::collection::vec(0i64..6_000_000_000, 0..6),
-            resets in prop::collection::vec((0i64..6_000_000_000, 0i64..3_000_000_000), 0..2),
-        ) {
-            // The file system's timestamps are the clock's, truncated to its own tick.
-            let tick = [1, 1_000_000, 4_000_000, 10_000_000, 1_000_000_000][tick_i];
-            let clock = [1, 4_000_000][clock_i].min(tick);
-            let granule = [TRUST_GRANULE_NS, 10_000_000][granule_i].max(tick);
-            let (l, r) = (s + dl, s + dl + dr);
-            let n = r + dn;
-            let here = stat_at(s, tick, &changes, &resets);
-            let stamp = DirStamp {
-                mtime_ns: here.mtime_ns,
-                ctime_ns: here.ctime_ns,
-                ino: here.ino,
-                listed_ns: l.div_euclid(clock) * clock,
-                rules: [1; 16],
-            };
-            let now = stat_at(n, tick, &changes, &resets);
-            let changed_after = changes
-                .iter()
-                .chain(resets.iter().map(|(t, _)| t))
-                .any(|c| *c >= r && *c <= n);
-            prop_assert!(
-                !(changed_after && vouches(&stamp, &now, &[1; 16], granule)),
-                "vouched across a change: stamp {:?}, now {:?}", stamp, now
-            );
-        }
-    }
-
-    /// Other ignore rules, another inode or another stat: no.
-    #[test]
-    fn a_stamp_vouches_only_for_its_rules_and_stat() {
-        let stamp = DirStamp {
-            mtime_ns: 1_000,
-            ctime_ns: 2_000,
-            ino: 3,
-            listed_ns: 5_000_000_000,
-            rules: [1; 16],
-        };
-        let now = DirStat {
-            mtime_ns: 1_000,
-            ctime_ns: 2_000,
-            ino: 3,
-        };
-        assert!(vouches(&stamp, &now, &[1; 16], TRUST_GRANULE_NS));
-        assert!(!vouches(&stamp, &now, &[2; 16], TRUST_GRANULE_NS));
-        assert!(!vouches(
-            &stamp,
-            &DirStat { ino: 4, ..now },
-            &[1; 16],
-            TRUST_GRANULE_NS
-        ));
-        let later = DirStat {
-            ctime_ns: 2_001,
-            ..now
-        };
-        assert!(!vouches(&stamp, &later, &[1; 16], TRUST_GRANULE_NS));
-        let same_second = DirStamp {
-            listed_ns: 999_999_999,
-            ..stamp
-        };
-        assert!(!vouches(&same_second, &now, &[1; 16], TRUST_GRANULE_NS));
     }
 }
