@@ -121,6 +121,61 @@ pub struct Capture {
     /// Directories whose cached listing the walk reused without reading them (see `scan`).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) dirs_trusted: usize,
+    /// With `same_as_cache`: stamps of large directories read by this walk that the cache's
+    /// stamps could not vouch for and these can. Worth a write of the cache (see
+    /// [`Capture::keep_fresh_stamps`]): until it is saved, each walk reads them again.
+    pub(crate) fresh_stamps: HashMap<Vec<u8>, state::DirStamp>,
+}
+
+impl Capture {
+    /// For a capture that found the tree as cached (`same_as_cache`, `state` now the cache it
+    /// started from): puts its fresh stamps into `state`, and says the cache should be saved.
+    pub(crate) fn keep_fresh_stamps(&mut self) {
+        if !self.fresh_stamps.is_empty() {
+            self.state
+                .stamps
+                .extend(std::mem::take(&mut self.fresh_stamps));
+            self.state_changed = true;
+        }
+    }
+}
+
+/// A no-op walk that read directories of at least this many entries in all, whose new stamps
+/// can vouch for them where the cache's could not, has the cache saved: a save costs one
+/// encoding of the cache, and every later no-op walk would read them again.
+const FRESH_STAMPS_WORTH_SAVING: usize = 4096;
+
+/// See [`Capture::fresh_stamps`].
+fn stamps_worth_saving(
+    walk: &Walk,
+    old: &State,
+    granule: Option<i64>,
+) -> HashMap<Vec<u8>, state::DirStamp> {
+    let Some(g) = granule else {
+        return HashMap::new();
+    };
+    let fresh: HashMap<Vec<u8>, state::DirStamp> = walk
+        .stamps
+        .iter()
+        .filter(|(dir, st)| {
+            scan::can_vouch(st, g)
+                && old
+                    .stamps
+                    .get(*dir)
+                    .is_none_or(|o| !scan::can_vouch(o, g) || o != *st)
+        })
+        .map(|(d, st)| (d.clone(), *st))
+        .collect();
+    let entries: usize = fresh
+        .keys()
+        .filter_map(|d| old.dirs.get(d))
+        .map(|e| e.len())
+        .sum();
+    if entries >= FRESH_STAMPS_WORTH_SAVING {
+        fresh
+    } else {
+        HashMap::new()
+    }
 }
 
 /// The time now on the clock the kernel stamps inodes with (`CLOCK_REALTIME_COARSE`), which can
@@ -166,6 +221,7 @@ pub(crate) fn capture(
             same_as_cache: true,
             started_ns,
             dirs_trusted: 0,
+            fresh_stamps: HashMap::new(),
         });
     }
     let walk = scan::walk(
@@ -194,6 +250,7 @@ pub(crate) fn capture(
         // Nothing to hash, no tree to build, no new cache to diff: the usual case of an
         // `exec` whose command changed nothing, and of every capture with no edits since.
         let entries = old.dirs.values().map(|e| e.len() as u64).sum();
+        let fresh_stamps = stamps_worth_saving(&walk, old, opts.trust_granule_ns);
         crate::base::drop_in_background(walk.dirs);
         return Ok(Capture {
             root: old.root,
@@ -209,6 +266,7 @@ pub(crate) fn capture(
             same_as_cache: true,
             started_ns,
             dirs_trusted: trusted,
+            fresh_stamps,
         });
     }
     walk.fill_same(old);
@@ -335,6 +393,7 @@ pub(crate) fn capture(
         same_as_cache: false,
         started_ns,
         dirs_trusted: trusted,
+        fresh_stamps: HashMap::new(),
     })
 }
 

@@ -65,9 +65,14 @@ impl Fixture {
 
     /// Makes `c` (a capture from the current cache) the cache, saved and loaded back as a
     /// workspace does (the load gives the racy cutoff).
-    fn keep(&mut self, c: Capture) {
+    fn keep(&mut self, mut c: Capture) {
         if c.same_as_cache {
-            return;
+            c.state = std::mem::take(&mut self.state);
+            c.keep_fresh_stamps();
+            if !c.state_changed {
+                self.state = c.state;
+                return;
+            }
         }
         c.state.save(&self.state_file).unwrap();
         self.state = State::load(&self.state_file);
@@ -143,6 +148,35 @@ fn a_change_in_the_tick_of_the_listing_is_found() {
         assert!(found, "round {round}: d/b{round} was missed");
         fx.keep(c);
     }
+}
+
+/// A large directory changed in the granule before its listing was read is read again by the
+/// next walk; that walk, finding nothing new, still has the cache saved with the directory's
+/// new stamp, so the walks after it reuse the listing (an agent that made one file in a huge
+/// directory does not make every later no-op epoch read it).
+#[test]
+fn a_large_directory_read_again_gets_its_stamp_saved() {
+    let mut fx = Fixture::new();
+    std::fs::create_dir_all(fx.root.join("big")).unwrap();
+    for i in 0..super::FRESH_STAMPS_WORTH_SAVING {
+        std::fs::write(fx.root.join(format!("big/{i}")), "x").unwrap();
+    }
+    let first = fx.capture(Some(TEST_GRANULE_NS));
+    fx.keep(first);
+    std::fs::write(fx.root.join("big/new"), "new").unwrap();
+    let changed = fx.capture(Some(TEST_GRANULE_NS));
+    assert!(!changed.same_as_cache);
+    fx.keep(changed);
+    next_granule(TEST_GRANULE_NS);
+    next_granule(TEST_GRANULE_NS);
+    let noop = fx.capture(Some(TEST_GRANULE_NS));
+    let supported = super::scan::keeps_directory_mtimes(&fx.root);
+    assert!(noop.same_as_cache);
+    assert_eq!(noop.fresh_stamps.contains_key(b"big".as_slice()), supported);
+    fx.keep(noop);
+    let later = fx.capture(Some(TEST_GRANULE_NS));
+    assert!(later.same_as_cache && later.fresh_stamps.is_empty());
+    assert_eq!(later.dirs_trusted, if supported { 2 } else { 0 });
 }
 
 /// A listing is reused only under the ignore rules it was filtered with: a file the rules kept

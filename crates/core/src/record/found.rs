@@ -88,6 +88,7 @@ impl Workspace {
         // A walk that found the tree exactly as cached leaves the cache to be the new state.
         let old = if capture.same_as_cache {
             capture.state = old;
+            capture.keep_fresh_stamps();
             None
         } else {
             Some(old)

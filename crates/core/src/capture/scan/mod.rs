@@ -35,7 +35,7 @@ use crate::fs::relpath;
 pub use crate::fs::NEVER_CAPTURED;
 
 mod trusted;
-pub(crate) use trusted::keeps_directory_mtimes;
+pub(crate) use trusted::{can_vouch, keeps_directory_mtimes};
 use trusted::{listing_rules, lstat_at, open_dir, unchanged_listing, vouches, DirStat};
 
 /// Live counters a front end can poll for a progress bar.

@@ -67,16 +67,21 @@ pub(super) fn listing_rules(rules: Option<&Rules>, under_ignored: bool) -> [u8; 
     d
 }
 
+/// Whether `stamp` can vouch for its directory in a later walk at all: the directory's last
+/// change came a granule before the listing was read.
+pub(crate) fn can_vouch(stamp: &DirStamp, granule: i64) -> bool {
+    let listed = stamp.listed_ns.div_euclid(granule);
+    stamp.mtime_ns.div_euclid(granule) < listed && stamp.ctime_ns.div_euclid(granule) < listed
+}
+
 /// Whether `stamp`, taken when a directory's listing was read, vouches that the directory still
 /// has the same names now that its `lstat` is `now` (see the module header).
 pub(super) fn vouches(stamp: &DirStamp, now: &DirStat, rules: &[u8; 16], granule: i64) -> bool {
-    let listed = stamp.listed_ns.div_euclid(granule);
     stamp.mtime_ns == now.mtime_ns
         && stamp.ctime_ns == now.ctime_ns
         && stamp.ino == now.ino
         && stamp.rules == *rules
-        && stamp.mtime_ns.div_euclid(granule) < listed
-        && stamp.ctime_ns.div_euclid(granule) < listed
+        && can_vouch(stamp, granule)
 }
 
 /// When every entry of a trusted cached listing still has its cached stat (files and
