@@ -20,6 +20,7 @@ mod gc_crash;
 mod guard;
 mod hooks;
 mod invocation_dir;
+mod listings;
 mod looking;
 mod mcp;
 mod merge;

@@ -125,11 +125,7 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
         warn: Mutex::new(warnings),
         unreadable: Mutex::new(Vec::new()),
     };
-    let here = std::fs::symlink_metadata(root).ok().map(|m| DirStat {
-        mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-        ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
-        ino: m.ino(),
-    });
+    let here = DirStat::of_path(root);
     rayon::scope(|s| walk_dir(s, &sh, Vec::new(), rules, false, here));
     let Shared {
         out,
@@ -220,10 +216,17 @@ fn walk_dir<'s>(
             if !local_warn.is_empty() {
                 warn.lock().unwrap().extend(local_warn);
             }
+            // The listing is the cached one, so its stamp still tells how it was read.
+            if let Some(st) = old.stamps.get(&rel) {
+                sh.stamps.lock().unwrap().push((rel.clone(), *st));
+            }
             out.lock().unwrap().insert(rel, found);
             return;
         }
     }
+    // A directory entered without its parent's fresh `lstat` (below one a watcher's walk did
+    // not read) takes its own, so that its listing is stamped too.
+    let here = here.or_else(|| sh.granule.and_then(|_| DirStat::of_path(&abs)));
     // Captured directories walked although ignored now (see below).
     let mut ignored_dirs: Vec<Vec<u8>> = Vec::new();
     let needs_path = rules.as_ref().is_some_and(|r| r.has_matchers());

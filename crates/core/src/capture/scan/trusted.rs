@@ -20,6 +20,17 @@ pub(super) struct DirStat {
 }
 
 impl DirStat {
+    /// The `lstat` of directory `abs` now.
+    pub(super) fn of_path(abs: &Path) -> Option<DirStat> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(abs).ok()?;
+        Some(DirStat {
+            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+            ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+            ino: m.ino(),
+        })
+    }
+
     pub(super) fn of(s: &StatEntry) -> DirStat {
         DirStat {
             mtime_ns: s.mtime_ns,
