@@ -19,8 +19,7 @@ fn traced_walk(env: &Env) -> String {
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     err.lines()
-        .filter(|l| l.contains("capture: walk"))
-        .next_back()
+        .rfind(|l| l.contains("capture: walk"))
         .unwrap_or_else(|| panic!("no walk traced: {err}"))
         .to_string()
 }
