@@ -97,8 +97,11 @@ pub(super) fn vouches(stamp: &DirStamp, now: &DirStat, rules: &[u8; 16], granule
 
 /// When every entry of a trusted cached listing still has its cached stat (files and
 /// symlinks not racy, none uncovered), the listing's subdirectories with their `lstat`s now;
-/// `None` when anything differs (then the listing is walked entry by entry). Large listings
-/// are checked on every core, as a large directory's entries are stat'ed.
+/// `None` when anything differs (then the listing is walked entry by entry, each name
+/// `lstat`ed again: keeping the `lstat`s taken here for that saved 5% of an epoch that changes
+/// one file of a 100k-entry directory, and cost the no-op walk of that directory 10% for the
+/// vector of them). Large listings are checked on every core, as a large directory's entries
+/// are stat'ed.
 pub(super) fn unchanged_listing<'c>(
     dir: &std::os::fd::OwnedFd,
     cached: &'c [StatEntry],
