@@ -15,12 +15,12 @@
 //! a reference to an object between the mark the sweep uses and the sweep.
 
 mod mark;
+mod report;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use rewind_store::{ObjectId, SweepStats};
-use serde::Serialize;
 
 use crate::base::{failpoint, now_ns};
 use crate::capture::state::{State, StateStamp};
@@ -30,73 +30,7 @@ use crate::rewind::{target_tree, Target};
 use crate::workspace::{orphans, Workspace};
 use crate::Error;
 use mark::{Root, GONE, KEPT};
-
-/// How a garbage collection runs; `None` takes the workspace's `[retention]` setting.
-#[derive(Clone, Debug, Default)]
-pub struct GcOptions {
-    /// Decide and report, write nothing.
-    pub dry_run: bool,
-    /// The size budget of the workspace's state, in bytes.
-    pub max_bytes: Option<u64>,
-    /// Checkpoints older than this may be dropped.
-    pub max_age: Option<Duration>,
-    /// Each session's newest this many checkpoints are kept.
-    pub keep: Option<u64>,
-    /// Started automatically after a checkpoint: run only if the state exceeds its budget and
-    /// no other gc of the workspace is running (then return at once, doing nothing).
-    pub auto: bool,
-}
-
-/// A checkpoint garbage collection dropped (or would drop).
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct CollectedCheckpoint {
-    /// Its id.
-    pub id: String,
-    /// Its session.
-    pub session: String,
-    /// The message it was bound to.
-    pub message: Option<String>,
-    /// When it was made (ns since the Unix epoch).
-    pub created_ns: i64,
-}
-
-/// What a garbage collection did, or (dry run) would do.
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct GcReport {
-    /// Nothing was written.
-    pub dry_run: bool,
-    /// An automatic run that did nothing: another gc was running, or the state fits.
-    pub skipped: bool,
-    /// Checkpoints dropped now, oldest first.
-    pub checkpoints: Vec<CollectedCheckpoint>,
-    /// Epochs dropped now (their content is no longer kept), oldest first.
-    pub epochs: Vec<String>,
-    /// Whole-tree snapshot records dropped.
-    pub snapshots: u64,
-    /// Checkpoints kept (not collected), of every session.
-    pub kept_checkpoints: u64,
-    /// Objects removed from the store.
-    pub objects_removed: u64,
-    /// Bytes the sweep frees (packs deleted minus packs written, inline bytes removed).
-    pub bytes_freed: u64,
-    /// Pack files deleted.
-    pub packs_deleted: u64,
-    /// Pack files written by the repack.
-    pub packs_written: u64,
-    /// Live objects copied into new packs.
-    pub objects_moved: u64,
-    /// Bytes of the workspace's state directory before.
-    pub state_bytes_before: u64,
-    /// Bytes after (a dry run: the estimate).
-    pub state_bytes_after: u64,
-    /// The size budget applied, if any.
-    pub max_bytes: Option<u64>,
-    /// The state fits the budget (true without one). False: what is always kept is larger.
-    pub within_budget: bool,
-    /// Orphaned workspaces (root gone, idle past the age) whose state was removed (or would
-    /// be): their state directories.
-    pub orphans_removed: Vec<orphans::Orphan>,
-}
+pub use report::{CollectedCheckpoint, GcOptions, GcReport};
 
 /// What the policy decided, before anything is written.
 struct Decision {
@@ -153,7 +87,34 @@ impl Workspace {
     }
 
     /// Runs garbage collection under `opts` (unset fields from `[retention]`).
+    ///
+    /// An automatic run gives way at once to a gc already running, so checkpoints made while
+    /// that one ran can leave the state over budget with no gc to come: it goes round again
+    /// while the state is still over budget and the last round freed something (a few rounds
+    /// at most).
     pub fn gc(&self, opts: &GcOptions) -> Result<GcReport, Error> {
+        const AUTO_ROUNDS: u32 = 4;
+        let mut report = self.gc_round(opts)?;
+        let mut rounds = 1;
+        while opts.auto
+            && !opts.dry_run
+            && !report.skipped
+            && report.bytes_freed > 0
+            && rounds < AUTO_ROUNDS
+            && self.gc_due()
+        {
+            let next = self.gc_round(opts)?;
+            if next.skipped {
+                break;
+            }
+            report = report.then(next);
+            rounds += 1;
+        }
+        Ok(report)
+    }
+
+    /// One garbage collection (see [`Workspace::gc`]).
+    fn gc_round(&self, opts: &GcOptions) -> Result<GcReport, Error> {
         let cfg = &self.config().retention;
         let opts = GcOptions {
             dry_run: opts.dry_run,
