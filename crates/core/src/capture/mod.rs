@@ -121,8 +121,8 @@ pub struct Capture {
     /// Directories whose cached listing the walk reused without reading them (see `scan`).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) dirs_trusted: usize,
-    /// With `same_as_cache`: stamps of large directories read by this walk that the cache's
-    /// stamps could not vouch for and these can. Worth a write of the cache (see
+    /// With `same_as_cache`: new stamps, able to vouch, of directories this walk read (a
+    /// reused listing keeps the cache's stamp), when they hold enough entries. Worth a write of the cache (see
     /// [`Capture::keep_fresh_stamps`]): until it is saved, each walk reads them again.
     pub(crate) fresh_stamps: HashMap<Vec<u8>, state::DirStamp>,
 }
@@ -141,7 +141,8 @@ impl Capture {
 }
 
 /// A no-op walk that read directories of at least this many entries in all, whose new stamps
-/// can vouch for them where the cache's could not, has the cache saved: a save costs one
+/// can vouch for them (the cache's could not, or they would not have been read), has the
+/// cache saved: a save costs one
 /// encoding of the cache, and every later no-op walk would read them again.
 const FRESH_STAMPS_WORTH_SAVING: usize = 4096;
 
@@ -157,13 +158,7 @@ fn stamps_worth_saving(
     let fresh: HashMap<Vec<u8>, state::DirStamp> = walk
         .stamps
         .iter()
-        .filter(|(dir, st)| {
-            scan::can_vouch(st, g)
-                && old
-                    .stamps
-                    .get(*dir)
-                    .is_none_or(|o| !scan::can_vouch(o, g) || o != *st)
-        })
+        .filter(|(dir, st)| scan::can_vouch(st, g) && old.stamps.get(*dir) != Some(*st))
         .map(|(d, st)| (d.clone(), *st))
         .collect();
     let entries: usize = fresh

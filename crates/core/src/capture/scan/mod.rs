@@ -206,10 +206,8 @@ fn walk_dir<'s>(
                     let child_rules = rules.clone();
                     // (Whether the child is ignored is known only from its parent's walk:
                     // conservatively, its own ignored entries stay out unless captured.)
-                    let ignored = under_ignored
-                        || child_rules
-                            .as_ref()
-                            .is_some_and(|r| r.is_ignored(&relpath::to_path(root, &child), true));
+                    let ignored =
+                        subdir_ignored(rules.as_deref(), under_ignored, &abs, &f.stat.name);
                     scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored, None));
                 }
             }
@@ -241,8 +239,6 @@ fn walk_dir<'s>(
         }
         _ => None,
     };
-    // Read before the listing, after `here` was taken (see the module header).
-    let listed_ns = super::coarse_now_ns();
     let (stamp, rd) = match reuse {
         Some((fd, then)) => {
             sh.trusted.fetch_add(1, Ordering::Relaxed);
@@ -256,11 +252,7 @@ fn walk_dir<'s>(
                 }
                 for (name, here) in subdirs {
                     let child = relpath::join(&rel, name);
-                    let ignored = under_ignored
-                        || (needs_path
-                            && rules.as_ref().is_some_and(|r| {
-                                r.is_ignored(&abs.join(OsStr::from_bytes(name)), true)
-                            }));
+                    let ignored = subdir_ignored(rules.as_deref(), under_ignored, &abs, name);
                     let child_rules = rules.clone();
                     scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored, Some(here)));
                 }
@@ -280,6 +272,8 @@ fn walk_dir<'s>(
             (Some(then), Ok(names))
         }
         None => {
+            // Read before the listing, after `here` was taken (see the module header).
+            let listed_ns = super::coarse_now_ns();
             let stamp = here.map(|h| DirStamp {
                 mtime_ns: h.mtime_ns,
                 ctime_ns: h.ctime_ns,
@@ -462,6 +456,15 @@ fn walk_dir<'s>(
     out.lock().unwrap().insert(rel, found);
 }
 
+/// Whether subdirectory `name` of `abs` is walked as inside an ignored directory (only what
+/// was captured before stays captured there).
+fn subdir_ignored(rules: Option<&Rules>, under_ignored: bool, abs: &Path, name: &[u8]) -> bool {
+    under_ignored
+        || rules.is_some_and(|r| {
+            r.has_matchers() && r.is_ignored(&abs.join(OsStr::from_bytes(name)), true)
+        })
+}
+
 /// A directory with at least this many entries has them stat'ed in parallel.
 const PARALLEL_STAT_AT: usize = 4096;
 /// Entries per parallel job (a `lstat` is a few microseconds: smaller jobs cost more to hand
@@ -509,13 +512,19 @@ impl Listed {
             Listed::Fd(st) => st,
             Listed::At(dir) => lstat_at(&dir, name),
         };
-        st.map(|st| EntryStat {
+        st.map(EntryStat::from)
+    }
+}
+
+impl From<libc::stat> for EntryStat {
+    fn from(st: libc::stat) -> EntryStat {
+        EntryStat {
             mode: st.st_mode,
             size: st.st_size as u64,
             mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
             ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec,
             ino: st.st_ino,
-        })
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rewind_store::EntryKind;
 
-use super::{StatEntry, State, PARALLEL_STAT_AT, PARALLEL_STAT_CHUNK};
+use super::{EntryStat, StatEntry, State, PARALLEL_STAT_AT, PARALLEL_STAT_CHUNK};
 use crate::capture::ignore_rules::Rules;
 use crate::capture::state::DirStamp;
 
@@ -22,13 +22,16 @@ pub(super) struct DirStat {
 impl DirStat {
     /// The `lstat` of directory `abs` now.
     pub(super) fn of_path(abs: &Path) -> Option<DirStat> {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::symlink_metadata(abs).ok()?;
-        Some(DirStat {
-            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-            ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
-            ino: m.ino(),
-        })
+        let st = EntryStat::from(std::fs::symlink_metadata(abs).ok()?);
+        Some(DirStat::of_lstat(&st))
+    }
+
+    fn of_lstat(st: &EntryStat) -> DirStat {
+        DirStat {
+            mtime_ns: st.mtime_ns,
+            ctime_ns: st.ctime_ns,
+            ino: st.ino,
+        }
     }
 
     pub(super) fn of(s: &StatEntry) -> DirStat {
@@ -108,29 +111,23 @@ pub(super) fn unchanged_listing<'c>(
     old: &State,
 ) -> Option<Vec<(&'c [u8], DirStat)>> {
     let check = |c: &'c StatEntry| -> Result<Option<(&'c [u8], DirStat)>, ()> {
-        let st = lstat_at(dir, &c.name).map_err(|_| ())?;
-        let ft = st.st_mode & libc::S_IFMT;
-        let kind = match ft {
+        let st = EntryStat::from(lstat_at(dir, &c.name).map_err(|_| ())?);
+        let kind = match st.mode & libc::S_IFMT {
             libc::S_IFDIR => EntryKind::Dir,
             libc::S_IFLNK => EntryKind::Symlink,
             libc::S_IFREG => EntryKind::File,
             _ => return Err(()),
         };
-        let here = DirStat {
-            mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
-            ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec,
-            ino: st.st_ino,
-        };
-        if c.kind != kind || c.mode != st.st_mode & 0o7777 {
+        if c.kind != kind || c.mode != st.mode & 0o7777 {
             return Err(());
         }
         if kind == EntryKind::Dir {
-            return Ok(Some((c.name.as_slice(), here)));
+            return Ok(Some((c.name.as_slice(), DirStat::of_lstat(&st))));
         }
-        let same = c.size == st.st_size as u64
-            && c.mtime_ns == here.mtime_ns
-            && c.ctime_ns == here.ctime_ns
-            && c.ino == here.ino
+        let same = c.size == st.size
+            && c.mtime_ns == st.mtime_ns
+            && c.ctime_ns == st.ctime_ns
+            && c.ino == st.ino
             && !old.is_racy(c);
         if same {
             Ok(None)
