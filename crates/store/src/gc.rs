@@ -89,6 +89,9 @@ pub struct SweepStats {
     pub packs_written: u64,
     /// Live objects copied into new packs (from rewritten packs and from the index).
     pub objects_moved: u64,
+    /// Clone files removed (their blocks are freed only where nothing else shares them, so
+    /// they are not in `bytes_freed`).
+    pub clones_removed: u64,
 }
 
 impl SweepPlan {
@@ -201,6 +204,22 @@ impl Store {
             self.sync_pack_dirs(&removed)?;
         }
         pack::remove_dead_temp_packs(&self.packs_dir)?;
+        self.remove_unindexed_clones()?;
+        Ok(removed)
+    }
+
+    /// Removes the clone files no index row names: those of clone objects a sweep removed,
+    /// and those a writer renamed into place but died before indexing. Returns how many. Only
+    /// while no writer commits (see the module doc).
+    pub fn remove_unindexed_clones(&self) -> Result<u64> {
+        let mut removed = 0;
+        for id in crate::clone::clones_on_disk(&self.packs_dir)? {
+            if !self.index.contains(&id)? {
+                crate::clone::remove(&self.packs_dir, &id)?;
+                removed += 1;
+            }
+        }
+        self.forget_unindexed_clone_pairs()?;
         Ok(removed)
     }
 
@@ -558,7 +577,9 @@ impl Store {
             marker.remove();
         }
         self.sync_pack_dirs(&names)?;
-        Ok(plan.stats)
+        let mut stats = plan.stats;
+        stats.clones_removed = self.remove_unindexed_clones()?;
+        Ok(stats)
     }
 
     fn sync_pack_dirs(&self, names: &[String]) -> Result<()> {

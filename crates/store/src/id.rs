@@ -15,15 +15,20 @@ pub enum ObjectKind {
     File = 2,
     /// A directory: sorted entries.
     Tree = 3,
+    /// A large file cloned into the store (a reflink): a record naming its size; the bytes
+    /// are a file of their own (`crate::clone`).
+    Clone = 4,
 }
 
 impl ObjectKind {
-    /// The kind with this on-disk code (1 blob, 2 file, 3 tree); `None` for any other byte.
+    /// The kind with this on-disk code (1 blob, 2 file, 3 tree, 4 clone); `None` for any
+    /// other byte.
     pub fn from_u8(b: u8) -> Option<ObjectKind> {
         match b {
             1 => Some(ObjectKind::Blob),
             2 => Some(ObjectKind::File),
             3 => Some(ObjectKind::Tree),
+            4 => Some(ObjectKind::Clone),
             _ => None,
         }
     }
@@ -33,6 +38,7 @@ impl ObjectKind {
             ObjectKind::Blob => b"rewind blob\0",
             ObjectKind::File => b"rewind file\0",
             ObjectKind::Tree => b"rewind tree\0",
+            ObjectKind::Clone => b"rewind clone\0",
         }
     }
 }

@@ -20,7 +20,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use crate::pack::{Compression, Entry, PublishedPack};
 use crate::{Error, ObjectId, ObjectKind, Result, StoreStats};
 
-const SCHEMA_VERSION: &str = "3";
+const SCHEMA_VERSION: &str = "4";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS store_meta (
@@ -50,6 +50,10 @@ CREATE TABLE IF NOT EXISTS store_inline (
     raw_len     INTEGER NOT NULL,
     data        BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS store_clone_packed (
+    clone   BLOB PRIMARY KEY,
+    content BLOB NOT NULL
+);
 ";
 
 /// Version 1 had no inline objects.
@@ -69,6 +73,15 @@ UPDATE store_meta SET value = '2' WHERE key = 'schema_version';
 const MIGRATE_2_TO_3: &str = "
 DROP INDEX IF EXISTS store_objects_by_pack;
 UPDATE store_meta SET value = '3' WHERE key = 'schema_version';
+";
+
+/// Version 4 added cloned content (`crate::clone`) and the packed twin of a clone.
+const MIGRATE_3_TO_4: &str = "
+CREATE TABLE IF NOT EXISTS store_clone_packed (
+    clone   BLOB PRIMARY KEY,
+    content BLOB NOT NULL
+);
+UPDATE store_meta SET value = '4' WHERE key = 'schema_version';
 ";
 
 /// An object small enough to be kept in the index itself rather than in a pack: see
@@ -260,7 +273,11 @@ impl Index {
             )?;
             tx.commit()?;
         }
-        for (from, migration) in [("1", MIGRATE_1_TO_2), ("2", MIGRATE_2_TO_3)] {
+        for (from, migration) in [
+            ("1", MIGRATE_1_TO_2),
+            ("2", MIGRATE_2_TO_3),
+            ("3", MIGRATE_3_TO_4),
+        ] {
             if schema_version(conn)?.as_deref() == Some(from) {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 if schema_version(&tx)?.as_deref() == Some(from) {

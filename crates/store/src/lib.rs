@@ -17,9 +17,11 @@
 //!
 //! Modules: `pack` (pack files, temp packs and their locks), `index` (the SQLite tables),
 //! `writer` (dedup, compression, commit), `chunk` (content splitting, the `file` object),
-//! `compress` (zstd and when not to use it), `fsck`, `gc` (sweep and repack).
+//! `compress` (zstd and when not to use it), `clone` (large files cloned in, not copied),
+//! `fsck`, `gc` (sweep and repack).
 
 mod chunk;
+mod clone;
 mod compress;
 #[cfg(test)]
 mod crash_tests;
@@ -32,6 +34,7 @@ mod transfer;
 mod tree;
 mod writer;
 
+pub use clone::{reflink, CloneContent};
 pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
@@ -169,7 +172,16 @@ pub struct StoreConfig {
     /// A writer whose objects come to at most this many stored bytes keeps them in the index
     /// instead of writing a pack (see [`Writer::commit`]); 0 always writes packs.
     pub inline_limit: usize,
+    /// Files of at least this many bytes are cloned into the store (`FICLONE`) where the file
+    /// system can, instead of being chunked into packs ([`Writer::put_file`]); `u64::MAX`
+    /// never clones.
+    pub clone_from: u64,
 }
+
+/// The default [`StoreConfig::clone_from`]: below it, packing costs little (a few
+/// milliseconds of hashing) and deduplicates and compresses; above it, a clone costs no
+/// reading and, until the file changes, no space.
+pub const CLONE_FROM: u64 = 8 << 20;
 
 impl Default for StoreConfig {
     fn default() -> Self {
@@ -177,6 +189,7 @@ impl Default for StoreConfig {
             zstd_level: 1,
             pack_target_size: 32 << 20,
             inline_limit: 64 << 10,
+            clone_from: CLONE_FROM,
         }
     }
 }
@@ -256,6 +269,9 @@ pub struct Store {
     config: StoreConfig,
     index: index::Index,
     open_packs: PackCache,
+    /// Set once a clone was refused (no reflinks here, or the workspace on another file
+    /// system): later large files are packed without trying again.
+    clones_refused: std::sync::atomic::AtomicBool,
 }
 
 impl Store {
@@ -285,6 +301,7 @@ impl Store {
             config,
             index: index::Index::open(index_db)?,
             open_packs: PackCache::default(),
+            clones_refused: Default::default(),
         };
         pack::remove_dead_temp_packs(packs_dir)?;
         let dead = pack::dead_publications(packs_dir)?;
@@ -471,10 +488,76 @@ impl Store {
                 }
                 Ok(file.size)
             }
+            ObjectKind::Clone => match self.clone_content(id)? {
+                Some(CloneContent::File(mut file, size)) => {
+                    let copied = io::copy(&mut file, out).map_err(Error::Output)?;
+                    if copied != size {
+                        return Err(self.undecodable(
+                            id,
+                            format!("its clone file gave {copied} bytes, the record says {size}"),
+                        ));
+                    }
+                    Ok(size)
+                }
+                Some(CloneContent::Packed(content)) => self.read_content(&content, out),
+                None => unreachable!("read as a clone"),
+            },
             ObjectKind::Tree => Err(Error::Format(format!(
                 "object {id} is a tree, not file content"
             ))),
         }
+    }
+
+    /// The content of `id` as a file, and its length, when `id` is a clone whose file is here
+    /// (`None` for any other object, or a clone known only by its packed twin). A clone's id is
+    /// not a content hash: a caller that wants to know whether a file holds a clone's content
+    /// compares bytes with this (or, for a packed twin, ids with [`Store::packed_id`]).
+    pub fn open_clone(&self, id: &ObjectId) -> Result<Option<(File, u64)>> {
+        Ok(match self.clone_content(id)? {
+            Some(CloneContent::File(file, size)) => Some((file, size)),
+            _ => None,
+        })
+    }
+
+    /// The id content `id` would have if it had been packed: `id` itself, except for a clone:
+    /// its packed twin's id when it has one, else its file read and hashed.
+    pub fn packed_id(&self, id: &ObjectId) -> Result<ObjectId> {
+        match self.clone_content(id) {
+            Ok(Some(CloneContent::File(mut file, size))) => {
+                if let Some(content) = self.clone_packed(id)? {
+                    return Ok(content);
+                }
+                match content_id(&mut file)? {
+                    (hashed, len) if len == size => Ok(hashed),
+                    (_, len) => Err(self.undecodable(
+                        id,
+                        format!("its clone file gave {len} bytes, the record says {size}"),
+                    )),
+                }
+            }
+            Ok(Some(CloneContent::Packed(content))) => Ok(content),
+            Ok(None) | Err(Error::Missing { .. }) => Ok(*id),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes content `id` into the empty file `dst` by cloning, when `id` is a clone and the
+    /// file system can share its blocks with `dst`: nothing is read or copied. `false`: not
+    /// done, the caller streams it with [`Store::read_content`].
+    pub fn clone_content_into(&self, id: &ObjectId, dst: &File) -> Result<bool> {
+        let Some((src, size)) = self.open_clone(id)? else {
+            return Ok(false);
+        };
+        let cloned = clone::reflink(&src, dst).map_err(Error::Output)?;
+        if cloned {
+            let len = dst.metadata().map_err(Error::Output)?.len();
+            if len != size {
+                return Err(
+                    self.undecodable(id, format!("cloned {len} bytes, the record says {size}"))
+                );
+            }
+        }
+        Ok(cloned)
     }
 
     /// Packs the index names that are not on disk: every object in them is lost. Cheap (one

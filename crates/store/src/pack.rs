@@ -122,10 +122,6 @@ pub(crate) fn pack_path(packs_dir: &Path, name: &str) -> PathBuf {
     packs_dir.join(&name[..2]).join(format!("{name}.pack"))
 }
 
-fn tmp_path(packs_dir: &Path, name: &str) -> PathBuf {
-    packs_dir.join(TMP_DIR).join(format!("{name}.pack"))
-}
-
 fn io_err<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> Error + 'p {
     move |source| Error::Io {
         op,
@@ -135,9 +131,9 @@ fn io_err<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> Err
 }
 
 /// Removes a temp pack when dropped, unless it was renamed into place.
-struct TmpGuard {
-    path: PathBuf,
-    armed: bool,
+pub(crate) struct TmpGuard {
+    pub(crate) path: PathBuf,
+    pub(crate) armed: bool,
 }
 
 impl Drop for TmpGuard {
@@ -158,56 +154,64 @@ pub(crate) struct PackWriter {
     entries: Vec<Entry>,
 }
 
-impl PackWriter {
-    pub fn create(packs_dir: &Path) -> Result<PackWriter> {
-        let mut attempts = 0;
-        loop {
-            let name = new_pack_name();
-            let path = tmp_path(packs_dir, &name);
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(io_err("create temp pack", &path))?;
-            let guard = TmpGuard {
-                path: path.clone(),
-                armed: true,
-            };
-            file.lock().map_err(io_err("lock temp pack", &path))?;
-            // Between our create and our lock, another process's `Store::open` may have
-            // locked the new file, taken it for a dead writer's and unlinked it. If the path
-            // no longer names our file, start over under a new name.
-            let ours = file.metadata().map_err(io_err("stat temp pack", &path))?;
-            let still_ours = match fs::metadata(&path) {
-                Ok(m) => m.dev() == ours.dev() && m.ino() == ours.ino(),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-                Err(e) => return Err(io_err("stat temp pack", &path)(e)),
-            };
-            if !still_ours {
-                std::mem::forget(guard); // the path is not ours to remove
-                attempts += 1;
-                if attempts < 5 {
-                    continue;
-                }
-                return Err(Error::Io {
-                    op: "keep temp pack",
-                    path,
-                    source: io::Error::other("removed by another process while being created"),
-                });
-            }
-            let mut out = BufWriter::with_capacity(256 << 10, file);
-            out.write_all(PACK_MAGIC)
-                .and_then(|()| out.write_all(&PACK_VERSION.to_le_bytes()))
-                .map_err(io_err("write temp pack", &path))?;
-            return Ok(PackWriter {
-                guard,
-                name,
-                out,
-                len: HEADER_LEN,
-                entries: Vec::new(),
+/// A new temp file `tmp/<name>.<ext>` under a fresh name, created and locked: a live writer
+/// holds the lock, so another process's [`remove_dead_temp_packs`] leaves it alone. Removed
+/// when the guard drops, unless disarmed.
+pub(crate) fn new_locked_temp(packs_dir: &Path, ext: &str) -> Result<(String, File, TmpGuard)> {
+    let mut attempts = 0;
+    loop {
+        let name = new_pack_name();
+        let path = packs_dir.join(TMP_DIR).join(format!("{name}.{ext}"));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_err("create temp file", &path))?;
+        let guard = TmpGuard {
+            path: path.clone(),
+            armed: true,
+        };
+        file.lock().map_err(io_err("lock temp file", &path))?;
+        // Between our create and our lock, another process's `Store::open` may have locked
+        // the new file, taken it for a dead writer's and unlinked it. If the path no longer
+        // names our file, start over under a new name.
+        let ours = file.metadata().map_err(io_err("stat temp file", &path))?;
+        let still_ours = match fs::metadata(&path) {
+            Ok(m) => m.dev() == ours.dev() && m.ino() == ours.ino(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(io_err("stat temp file", &path)(e)),
+        };
+        if still_ours {
+            return Ok((name, file, guard));
+        }
+        std::mem::forget(guard); // the path is not ours to remove
+        attempts += 1;
+        if attempts >= 5 {
+            return Err(Error::Io {
+                op: "keep temp file",
+                path,
+                source: io::Error::other("removed by another process while being created"),
             });
         }
+    }
+}
+
+impl PackWriter {
+    pub fn create(packs_dir: &Path) -> Result<PackWriter> {
+        let (name, file, guard) = new_locked_temp(packs_dir, "pack")?;
+        let path = guard.path.clone();
+        let mut out = BufWriter::with_capacity(256 << 10, file);
+        out.write_all(PACK_MAGIC)
+            .and_then(|()| out.write_all(&PACK_VERSION.to_le_bytes()))
+            .map_err(io_err("write temp pack", &path))?;
+        Ok(PackWriter {
+            guard,
+            name,
+            out,
+            len: HEADER_LEN,
+            entries: Vec::new(),
+        })
     }
 
     /// Bytes written so far.
@@ -631,7 +635,7 @@ pub(crate) fn packs_on_disk(packs_dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Removes temp packs whose writer is dead: a live writer holds a lock on its temp pack, and
+/// Removes temp packs (and temp clones, `crate::clone`) whose writer is dead: a live writer holds a lock on its temp pack, and
 /// the kernel drops the lock when the process dies, however it dies.
 pub(crate) fn remove_dead_temp_packs(packs_dir: &Path) -> Result<()> {
     let tmp = packs_dir.join(TMP_DIR);
@@ -640,7 +644,9 @@ pub(crate) fn remove_dead_temp_packs(packs_dir: &Path) -> Result<()> {
         let f = f.map_err(io_err("list temp packs", &tmp))?;
         let path = f.path();
         // Only files this store names; anything else in tmp/ is not ours to remove.
-        let ours = path.extension().is_some_and(|e| e == "pack")
+        let ours = path
+            .extension()
+            .is_some_and(|e| e == "pack" || e == "clone")
             && f.file_type().is_ok_and(|t| t.is_file());
         if !ours {
             continue;

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::chunk::{self, ContentSink};
+use crate::clone::{self, TempClone};
 use crate::index::InlineObject;
 use crate::pack::{self, Compression, PackWriter, SealedPack};
 use crate::{compress, CommitStats, Error, ObjectId, ObjectKind, Result, Store, Tree};
@@ -61,6 +62,8 @@ struct State {
     sealed: Vec<SealedPack>,
     /// Packs being sealed by their own threads, oldest first.
     sealing: Vec<std::thread::JoinHandle<Result<SealedPack>>>,
+    /// Clones made by this writer, under `tmp/` until commit renames them into place.
+    clones: Vec<TempClone>,
     /// Ids appended by this writer, so a second put of the same bytes writes nothing.
     written: HashSet<ObjectId>,
     stats: CommitStats,
@@ -132,6 +135,45 @@ impl<'s> Writer<'s> {
     /// reader.
     pub fn put_content(&self, reader: &mut dyn Read) -> Result<(ObjectId, u64)> {
         chunk::split_content(reader, &mut WriterSink(self))
+    }
+
+    /// Stores the content of `file`, an open regular file of `len` bytes (by its `stat`):
+    /// cloned when it is at least [`crate::StoreConfig::clone_from`] bytes and the file system
+    /// can ([`Writer::clone_file`]), else as [`Writer::put_content`] reads it. Returns the
+    /// content id and the number of bytes stored.
+    pub fn put_file(&self, file: &mut std::fs::File, len: u64) -> Result<(ObjectId, u64)> {
+        if len >= self.store.config.clone_from {
+            if let Some(done) = self.clone_file(file)? {
+                return Ok(done);
+            }
+        }
+        self.put_content(file)
+    }
+
+    /// Clones `file` into the store (`FICLONE`: its blocks shared, nothing read or copied)
+    /// and returns the id of its `clone` object and its length; `None` when the file system
+    /// cannot (remembered for the store's lifetime), the file holds fewer than
+    /// [`crate::CLONE_FROM`] bytes, or the store never clones (`clone_from` is `u64::MAX`). The content is what the file held
+    /// at the instant of the clone, whatever is written to it after.
+    pub fn clone_file(&self, file: &std::fs::File) -> Result<Option<(ObjectId, u64)>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.store.config.clone_from == u64::MAX || self.store.clones_refused.load(Relaxed) {
+            return Ok(None);
+        }
+        drop(self.state()?); // a failed writer clones nothing
+        let made = match clone::make(&self.store.packs_dir, file)? {
+            Ok(made) => made,
+            Err(refused) => {
+                if refused {
+                    self.store.clones_refused.store(true, Relaxed);
+                }
+                return Ok(None);
+            }
+        };
+        let (id, size) = (made.id, made.size);
+        self.put(ObjectKind::Clone, &made.record)?;
+        self.state()?.clones.push(made);
+        Ok(Some((id, size)))
     }
 
     /// Stores a tree object (deduplicated) and returns its id.
@@ -314,6 +356,21 @@ impl<'s> Writer<'s> {
         let packs_dir = &self.store.packs_dir;
         let mut dirs: Vec<PathBuf> = Vec::new();
         let mut created_dir = false;
+        // Clones first: in place (and their directories synced below) before any row names
+        // them. One that is in place when the commit fails is an orphan the next sweep removes.
+        for c in std::mem::take(&mut st.clones) {
+            let (dir, created) = c.publish(packs_dir)?;
+            if created {
+                for d in [dir.parent().expect("clones/ holds it"), packs_dir] {
+                    if !dirs.iter().any(|x| x == d) {
+                        dirs.push(d.to_owned());
+                    }
+                }
+            }
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
         let mut published = Vec::with_capacity(st.sealed.len());
         // Markers say "being published" (held under a kernel lock): if this process dies between
         // the rename and the index commit, the next open adopts exactly these packs, without

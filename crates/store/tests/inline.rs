@@ -95,7 +95,7 @@ fn a_damaged_inline_object_is_found_and_refused() {
 }
 
 #[test]
-fn an_index_of_version_1_is_upgraded_to_3() {
+fn an_index_of_version_1_is_upgraded_to_4() {
     let t = TestStore::new();
     let w = t.store.writer().unwrap();
     let packed = w.put_blob(&random(5, 100_000)).unwrap();
@@ -104,6 +104,7 @@ fn an_index_of_version_1_is_upgraded_to_3() {
         let c = db(&t);
         c.execute_batch(
             "DROP TABLE store_inline;
+             DROP TABLE store_clone_packed;
              CREATE INDEX store_objects_by_pack ON store_objects(pack, offset);
              UPDATE store_meta SET value = '1' WHERE key = 'schema_version';",
         )
@@ -122,7 +123,11 @@ fn an_index_of_version_1_is_upgraded_to_3() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "3");
+    assert_eq!(version, "4");
+    let pairs: i64 = db(&t)
+        .query_row("SELECT count(*) FROM store_clone_packed", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(pairs, 0, "version 4 made the clone pairs' table");
     let by_pack: i64 = db(&t)
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name = 'store_objects_by_pack'",

@@ -11,6 +11,7 @@
 
 mod common;
 
+mod clone;
 mod dedup;
 mod durability;
 mod fsck;

@@ -2,6 +2,7 @@
 //! here is part of Rewind. What only one crate's tests use stays in that crate's
 //! `tests/common/`.
 
+pub mod reflink;
 pub mod s3;
 pub mod tree;
 

@@ -129,12 +129,14 @@ fn mark_from(
     Ok(Marks { anchor })
 }
 
-/// What a tree or file object refers to: its entries' or chunks' ids. A missing object refers
-/// to nothing (nothing is lost by not keeping it); one that cannot be read for another reason
-/// stops the mark: never delete on doubt.
+/// What an object refers to: a tree its entries' ids, a file object its chunks', a clone its
+/// packed twin's (blobs refer to nothing). A missing object refers to nothing (nothing is lost by not keeping it); one
+/// that cannot be read for another reason stops the mark: never delete on doubt.
 fn refers_to(store: &Store, id: ObjectId, kind: ObjectKind) -> Result<Vec<ObjectId>, Error> {
     let read = match kind {
         ObjectKind::Blob => return Ok(Vec::new()),
+        // Its packed twin, if it was packed for a remote.
+        ObjectKind::Clone => store.clone_packed(&id).map(|c| c.into_iter().collect()),
         ObjectKind::File => store.file_chunks(&id),
         ObjectKind::Tree => store.tree_refs(&id),
     };
