@@ -27,6 +27,7 @@ mod merge;
 mod moved;
 mod overlapping_epochs;
 mod real_claude;
+mod reflink;
 #[macro_use]
 mod remote;
 mod remote_gc;

@@ -227,6 +227,23 @@ pub struct CaptureConfig {
     pub ignored: Option<IgnoredPolicy>,
     /// What happens to files over the size cap, which cannot be restored. Default uncovered.
     pub large_files: Option<LargeFiles>,
+    /// Whether large files are cloned into the store where the file system can. Default auto.
+    pub reflink: Option<Reflink>,
+}
+
+/// `capture.reflink`: whether a file of at least [`rewind_store::CLONE_FROM`] bytes is
+/// captured by cloning it into the store (`FICLONE`: no bytes read or copied, no space used
+/// until one side changes) rather than by packing it. As `cp --reflink`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Reflink {
+    /// Clone where the file system can (btrfs, XFS with reflink, bcachefs; the state
+    /// directory on the workspace's file system), pack elsewhere. A file over
+    /// `max_file_size` is covered when it can be cloned.
+    #[default]
+    Auto,
+    /// Always pack; files over `max_file_size` are uncovered.
+    Never,
 }
 
 /// `capture.large_files`: what a file over `max_file_size` (recorded as uncovered: Rewind
@@ -258,6 +275,10 @@ impl CaptureConfig {
     /// What happens to ignored paths, default [`IgnoredPolicy::Skip`].
     pub fn ignored(&self) -> IgnoredPolicy {
         self.ignored.unwrap_or_default()
+    }
+    /// Whether large files are cloned where they can be, default [`Reflink::Auto`].
+    pub fn reflink(&self) -> Reflink {
+        self.reflink.unwrap_or_default()
     }
 }
 

@@ -57,7 +57,7 @@ pub use text::{edit, merge, patch};
 pub use capture::scan::Progress;
 pub use capture::watch::LiveWatch;
 pub use capture::{Capture, CaptureStats, Uncovered};
-pub use config::{AutoPush, Config, HookGuard, LargeFiles, WORKSPACE_CONFIG};
+pub use config::{AutoPush, Config, HookGuard, LargeFiles, Reflink, WORKSPACE_CONFIG};
 pub use db::oplog;
 pub use db::settings::{SettingRow, SANDBOX_MODE};
 pub use edit::EditSpec;

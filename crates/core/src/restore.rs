@@ -500,6 +500,14 @@ fn apply_step<'p>(
             let given = opts.given.get(&t.id).copied();
             let mut fill = |f: &mut std::fs::File| match given {
                 Some(bytes) => io::Write::write_all(f, bytes),
+                // Cloned content is cloned back: no bytes read or written.
+                None if t.size >= rewind_store::CLONE_FROM
+                    && store
+                        .clone_content_into(&t.id, f)
+                        .map_err(io::Error::other)? =>
+                {
+                    Ok(())
+                }
                 None => {
                     let mut out = SparseWriter::new(f);
                     store

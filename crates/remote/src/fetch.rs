@@ -322,6 +322,9 @@ pub fn clone(
         fetched.bytes += size;
         Ok(())
     };
+    // Recorded before the walk, which fetches a clone's packed content through them. The
+    // staging store is thrown away if anything below fails.
+    store.record_clone_pairs(&manifest_pairs(remote, &manifest)?)?;
     walk(&store, &tree, &mut fetch, remote)?;
     rewind_core::trace::phase("clone: packs fetched and verified");
     let link = RemoteLink {
@@ -437,9 +440,20 @@ fn walk(
                     continue;
                 }
                 fetch(&e.id)?;
+                // A large file cloned into the history's state: its packed content.
+                let content = match e.kind {
+                    EntryKind::File => store
+                        .clone_packed(&e.id)
+                        .map_err(|err| store_damage(remote, err))?
+                        .unwrap_or(e.id),
+                    _ => e.id,
+                };
+                if content != e.id {
+                    fetch(&content)?;
+                }
                 if e.kind == EntryKind::File && e.size > CHUNK_THRESHOLD {
                     for c in store
-                        .file_chunks(&e.id)
+                        .file_chunks(&content)
                         .map_err(|err| store_damage(remote, err))?
                     {
                         fetch(&c)?;
@@ -450,6 +464,15 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// The manifest's clone pairs, or the remote named as holding a malformed manifest.
+fn manifest_pairs(remote: &Remote, m: &Manifest) -> Result<Vec<(ObjectId, ObjectId)>> {
+    m.clone_pairs().map_err(|reason| Error::Corrupt {
+        remote: remote.url().to_string(),
+        object: layout::manifests_dir(&m.history),
+        reason,
+    })
 }
 
 /// A read of a fetched (and verified) pack that still fails: named as the remote's.
@@ -533,6 +556,9 @@ pub fn pull(ws: &Workspace, remote: &Remote) -> Result<PullReport> {
         }
     }
     fetch_packs(ws, remote, &m, &mut report)?;
+    // After the packs: a pair names content that must be stored already.
+    ws.store()
+        .record_clone_pairs(&manifest_pairs(remote, &m)?)?;
     if link.is_some() {
         // What the origin's gc dropped is dropped here too: restoring to it is refused
         // rather than failing on content the remote may no longer have.

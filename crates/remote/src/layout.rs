@@ -16,6 +16,7 @@
 //! key for an encrypted remote, another key, a key for a plain one).
 
 use rewind_core::{Collected, OplogSegment, SegmentRecord};
+use rewind_store::ObjectId;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -105,6 +106,27 @@ pub struct Manifest {
     /// clone or pull marks them collected, and their content may be gone from the remote.
     #[serde(default)]
     pub collected: Collected,
+    /// Large files cloned into the history's state (`capture.reflink`) and the content each
+    /// was packed as: `[clone id, content id]`, 64 hex digits each, sorted. A clone file stays
+    /// on the machine that made it; a reader of the remote finds its bytes here. Absent when
+    /// there are none (older readers then read the manifest as before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clones: Vec<[String; 2]>,
+}
+
+impl Manifest {
+    /// The `clones` pairs as ids; a malformed one is an error naming it.
+    pub fn clone_pairs(&self) -> std::result::Result<Vec<(ObjectId, ObjectId)>, String> {
+        self.clones
+            .iter()
+            .map(
+                |[a, b]| match (ObjectId::from_hex(a), ObjectId::from_hex(b)) {
+                    (Some(a), Some(b)) => Ok((a, b)),
+                    _ => Err(format!("malformed clone pair [{a}, {b}] in the manifest")),
+                },
+            )
+            .collect()
+    }
 }
 
 /// The name of pack `name`.

@@ -35,6 +35,10 @@ pub struct PushReport {
     pub history: String,
     /// Objects kept inline in the index that were first sealed into a pack.
     pub sealed: u64,
+    /// Large files cloned into the state whose content was first packed (clone files do not
+    /// leave this machine; see `docs/format.md`, Cloned content).
+    #[serde(default)]
+    pub clones_packed: u64,
     /// Packs uploaded (each with its tail).
     pub packs: u64,
     /// Their bytes.
@@ -105,7 +109,16 @@ fn push_once(
         ..PushReport::default()
     };
     layout::ensure_config(remote)?;
+    // Clone files stay here: their content goes as packs (before the inline objects are
+    // sealed, so that small content joins them).
+    report.clones_packed = ws.pack_clones()?;
     report.sealed = ws.seal_inline()?;
+    let clones: Vec<[String; 2]> = ws
+        .store()
+        .clone_pairs()?
+        .into_iter()
+        .map(|(c, p)| [c.to_hex(), p.to_hex()])
+        .collect();
     let prev = layout::newest_manifest(remote, ws.id())?.map(|(_, m)| m);
     let mut confirmed: HashSet<String> = HashSet::new();
     if let Some(m) = &prev {
@@ -241,6 +254,7 @@ fn push_once(
                 || new_segment.is_some()
                 || !unlisted.is_empty()
                 || m.collected != collected
+                || m.clones != clones
                 || m.version != layout::MANIFEST_VERSION
         }
     };
@@ -299,6 +313,7 @@ fn push_once(
         packs: packs_sorted,
         newest_checkpoint: newest,
         collected,
+        clones,
     };
     if listed.elapsed() >= gc::window() {
         // Too slow since the marks were listed: a mark made since may be swept before a gc

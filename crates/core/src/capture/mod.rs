@@ -460,27 +460,39 @@ fn hash_one(
             return Ok(());
         }
     }
+    // A file over the size cap, or met after the time budget ran out, is still covered when
+    // it can be cloned: a clone reads nothing.
+    let mut only_clone = None;
     if f.stat.size > opts.max_file_size {
         let max = opts.max_file_size;
-        return make_uncovered(
-            f,
-            format!("larger than capture.max_file_size ({max} bytes)"),
-        );
-    }
-    if let (Some(budget), Some(until)) = (opts.time_budget, hash_until) {
+        only_clone = Some(format!("larger than capture.max_file_size ({max} bytes)"));
+    } else if let (Some(budget), Some(until)) = (opts.time_budget, hash_until) {
         if Instant::now() > until {
             let secs = budget.as_secs();
-            return make_uncovered(
-                f,
-                format!("{BUDGET_REASON} ({secs}s) ran out before this file"),
-            );
+            only_clone = Some(format!(
+                "{BUDGET_REASON} ({secs}s) ran out before this file"
+            ));
         }
+    }
+    if let Some(reason) = only_clone
+        .as_ref()
+        .filter(|_| f.stat.size < rewind_store::CLONE_FROM)
+    {
+        return make_uncovered(f, reason.clone());
     }
     let mut file = match open_for_capture(root, &abs, &rel) {
         Ok(file) => file,
         Err(e) => return make_uncovered(f, format!("cannot open: {e}")),
     };
-    let (id, size) = match writer.put_content(&mut file) {
+    let stored = match only_clone {
+        Some(reason) => match writer.clone_file(&file) {
+            Ok(Some(done)) => Ok(done),
+            Ok(None) => return make_uncovered(f, reason),
+            Err(e) => Err(e),
+        },
+        None => writer.put_file(&mut file, f.stat.size),
+    };
+    let (id, size) = match stored {
         Ok(r) => r,
         Err(rewind_store::Error::Input(e)) => {
             return make_uncovered(f, format!("cannot read: {e}"))

@@ -148,7 +148,7 @@ fn hash_one(
     if !before.file_type().is_file() || before.size() > max_file_size {
         return Ok(None);
     }
-    let (id, size) = match writer.put_content(&mut file) {
+    let (id, size) = match writer.put_file(&mut file, before.size()) {
         Ok(r) => r,
         Err(rewind_store::Error::Input(_)) => return Ok(None),
         Err(e) => return Err(e.into()),

@@ -165,6 +165,8 @@ pub(crate) fn copy_store_index(db: &Connection, src: &std::path::Path) -> Result
                  JOIN main.store_packs m ON m.name = p.name;
              INSERT OR IGNORE INTO main.store_inline (id, kind, compression, raw_len, data)
                  SELECT id, kind, compression, raw_len, data FROM parent.store_inline;
+             INSERT OR IGNORE INTO main.store_clone_packed (clone, content)
+                 SELECT clone, content FROM parent.store_clone_packed;
              COMMIT;",
         )?;
         Ok(())

@@ -2,9 +2,7 @@
 //! when a writer is given), whether two entries are the same, a declared directory's subtree,
 //! and whether a path that appears now existed, uncaptured, before a capture.
 
-use std::io::Read;
-
-use rewind_store::{EntryKind, ObjectId, Store, Writer};
+use rewind_store::{CloneContent, EntryKind, ObjectId, Store, Writer};
 
 use crate::fs::relpath;
 use crate::fs::root::{Present, RootDir};
@@ -49,11 +47,14 @@ pub(crate) fn disk_entry(
                 .metadata()
                 .map_err(Error::io_rel("inspecting", rel))?
                 .len();
-            if size > max_size {
-                return Ok(Some(Entry::uncovered(size)));
-            }
             let (id, size) = match writer {
-                Some(w) => w.put_content(&mut file as &mut dyn Read)?,
+                // Over the cap, covered only if it can be cloned (which reads nothing).
+                Some(w) if size > max_size => match w.clone_file(&file)? {
+                    Some(done) => done,
+                    None => return Ok(Some(Entry::uncovered(size))),
+                },
+                None if size > max_size => return Ok(Some(Entry::uncovered(size))),
+                Some(w) => w.put_file(&mut file, size)?,
                 None => rewind_store::content_id(&mut file)?,
             };
             Ok(Some(Entry {
@@ -64,6 +65,80 @@ pub(crate) fn disk_entry(
             }))
         }
         Present::Other => Ok(Some(Entry::uncovered(0))),
+    }
+}
+
+/// What [`disk_entry`] says of `rel`, except that a file holding the content of a cloned entry
+/// among `known` is that entry (with the disk's mode), and nothing is stored for it. A clone's
+/// id is not a content hash (see `rewind_store`'s `clone` module): hashing the disk never
+/// gives it, and cloning again gives a new one, so an unchanged large file would look changed.
+/// The bytes are compared with the clone's instead. Every clone holds at least
+/// [`rewind_store::CLONE_FROM`] bytes, so smaller entries cost no lookup.
+pub(crate) fn disk_entry_known(
+    root: &RootDir,
+    rel: &[u8],
+    writer: Option<&Writer>,
+    max_size: u64,
+    store: &Store,
+    known: [&Option<Entry>; 2],
+) -> Result<Option<Entry>, Error> {
+    for e in known.into_iter().flatten() {
+        if e.kind != EntryKind::File || e.size < rewind_store::CLONE_FROM {
+            continue;
+        }
+        let content = match store.clone_content(&e.id) {
+            Ok(Some(content)) => content,
+            // Not a clone, or not stored (what to do then is the caller's to say).
+            Ok(None) | Err(rewind_store::Error::Missing { .. }) => continue,
+            Err(err) => return Err(err.into()),
+        };
+        let Present::File { mode } = root.lstat(rel).map_err(Error::io_rel("inspecting", rel))?
+        else {
+            break;
+        };
+        let same = match content {
+            CloneContent::File(clone, size) => {
+                let disk = root.open_read(rel).map_err(Error::io_rel("opening", rel))?;
+                same_bytes(disk, clone, size).map_err(Error::io_rel("reading", rel))?
+            }
+            // Fetched from a remote, the clone file is not here: its packed twin is.
+            CloneContent::Packed(twin) => disk_entry(root, rel, None, u64::MAX)?
+                .is_some_and(|d| d.id == twin && d.size == e.size),
+        };
+        if same {
+            return Ok(Some(Entry { mode, ..*e }));
+        }
+    }
+    disk_entry(root, rel, writer, max_size)
+}
+
+/// Whether `a` holds exactly the `len` bytes `b` holds.
+fn same_bytes(mut a: std::fs::File, mut b: std::fs::File, len: u64) -> std::io::Result<bool> {
+    use std::io::Read;
+    if a.metadata()?.len() != len {
+        return Ok(false);
+    }
+    let (mut x, mut y) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = read_full(&mut a, &mut x)?;
+        let m = read_full(&mut b, &mut y)?;
+        if n != m || x[..n] != y[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+
+    fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match f.read(&mut buf[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
     }
 }
 

@@ -405,6 +405,14 @@ impl Workspace {
             let unchanged = match (op.before.entry(), now) {
                 // Over the capture size limit: the epoch could not hash it; the guard just did.
                 (Some(b), Some(n)) if n.kind == EntryKind::Uncovered => b.size == n.size,
+                // A large file the epoch cloned: its id is not a content hash (the guard's is).
+                (Some(b), Some(n))
+                    if b.kind == n.kind
+                        && b.size == n.size
+                        && n.size >= rewind_store::CLONE_FROM =>
+                {
+                    self.store().packed_id(&n.id)? == b.id
+                }
                 (b, n) => same_content(&b, &n),
             };
             if !unchanged {

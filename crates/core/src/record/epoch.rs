@@ -188,13 +188,25 @@ impl Workspace {
             let writer = self.store().writer()?;
             let max = self.config().capture.max_file_size();
             let mut disk = Vec::new();
+            let mut last = Vec::new();
             for p in &spec.paths {
-                disk.push(disk_entry(&root, p, Some(&writer), max)?);
+                let known = self.last_known(p)?;
+                let hint = known.unwrap_or_default();
+                let store = self.store();
+                disk.push(disk_entry_known(
+                    &root,
+                    p,
+                    Some(&writer),
+                    max,
+                    store,
+                    [&hint, &None],
+                )?);
+                last.push(known);
             }
             crate::base::trace::phase("epoch begin: preimages read");
             let mut external = Vec::new();
-            for (p, now_entry) in spec.paths.iter().zip(&disk) {
-                if let Some(known) = self.last_known(p)? {
+            for ((p, now_entry), known) in spec.paths.iter().zip(&disk).zip(last) {
+                if let Some(known) = known {
                     if !same(&known, now_entry) {
                         external.push(Change {
                             path: p.clone(),
@@ -443,7 +455,15 @@ impl Workspace {
         }
         let mut posts = Vec::new();
         for r in &pending {
-            posts.push(disk_entry(&root, &r.change.path, writer, max)?);
+            let hint = [&r.change.before, &r.change.after];
+            posts.push(disk_entry_known(
+                &root,
+                &r.change.path,
+                writer,
+                max,
+                self.store(),
+                hint,
+            )?);
         }
         Ok((self.rebase_on_later_writers(epoch, pending)?, posts))
     }

@@ -20,7 +20,7 @@ use crate::capture::Capture;
 use crate::db::oplog::{self, EpochRow};
 use crate::model::entry::{Change, Entry};
 
-use crate::fs::probe::{disk_entry, existed_before, subtree, tree_lookup, uncaptured_like};
+use crate::fs::probe::{disk_entry_known, existed_before, subtree, tree_lookup, uncaptured_like};
 use crate::model::entry::same;
 
 /// What to open.

@@ -108,6 +108,14 @@ impl Workspace {
         Ok(self.store().seal_inline()?)
     }
 
+    /// Packs the content of every clone not packed yet (see `rewind_store::Store::pack_clones`),
+    /// under the workspace lock: a copy of the store elsewhere needs the bytes, and clone files
+    /// stay on this machine. Returns how many were packed.
+    pub fn pack_clones(&self) -> Result<u64, Error> {
+        let _lock = self.lock(lock::default_wait(), "push")?;
+        Ok(self.store().pack_clones()?)
+    }
+
     /// Takes the pack file `src` (downloaded) into the store as pack `name`, verified whole
     /// first (see `rewind_store::Store::import_pack`), under the workspace lock (so gc never
     /// finds it in place but not yet indexed).

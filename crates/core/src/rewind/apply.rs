@@ -9,7 +9,7 @@ use crate::base::failpoint;
 use crate::base::now_ns;
 use crate::db::journal::{self, Journal, JournalState};
 use crate::db::oplog::{self, EpochState, Owner};
-use crate::fs::probe::disk_entry;
+use crate::fs::probe::disk_entry_known;
 use crate::model::entry::same;
 use crate::model::entry::{Change, Entry};
 use crate::restore::{self, ApplyOptions, RestorePlan, Skipped};
@@ -32,9 +32,10 @@ impl Workspace {
         // Read and hashed on every core: a big restore compares thousands of files.
         let currents = {
             use rayon::prelude::*;
+            let store = self.store();
             steps
                 .par_iter()
-                .map(|s| disk_entry(root, &s.path, None, max))
+                .map(|s| disk_entry_known(root, &s.path, None, max, store, [&s.after, &s.before]))
                 .collect::<Result<Vec<_>, Error>>()?
         };
         for (s, current) in steps.into_iter().zip(currents) {

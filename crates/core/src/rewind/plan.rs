@@ -4,7 +4,7 @@
 
 use rewind_store::EntryKind;
 
-use crate::fs::probe::disk_entry;
+use crate::fs::probe::disk_entry_known;
 use crate::model::entry::{same, Change, Entry};
 use crate::restore::Skipped;
 use crate::workspace::Workspace;
@@ -37,16 +37,14 @@ impl Workspace {
         // thousands of files; this is most of its planning).
         let currents = {
             use rayon::prelude::*;
-            let paths: Vec<(&Vec<u8>, bool)> = per_path
-                .iter()
-                .map(|(p, (target, _))| (p, target.is_some_and(|t| t.kind == EntryKind::Uncovered)))
-                .collect();
+            let paths: Vec<_> = per_path.iter().collect();
             // (Not the paths whose target was never captured: they are skipped unread.)
+            let store = self.store();
             paths
                 .par_iter()
-                .map(|(p, skip)| match skip {
-                    true => Ok(None),
-                    false => disk_entry(&root, p, None, max),
+                .map(|(p, (target, expected))| match target {
+                    Some(t) if t.kind == EntryKind::Uncovered => Ok(None),
+                    _ => disk_entry_known(&root, p, None, max, store, [target, expected]),
                 })
                 .collect::<Result<Vec<_>, Error>>()?
         };

@@ -32,26 +32,6 @@ pub struct Adopted {
     pub from_root: String,
 }
 
-fn link_or_copy_packs(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for sub in std::fs::read_dir(from)?.flatten() {
-        let name = sub.file_name();
-        // Packs being written are not part of the history yet.
-        if name == "tmp" || !sub.file_type()?.is_dir() {
-            continue;
-        }
-        let dest = to.join(&name);
-        std::fs::create_dir_all(&dest)?;
-        for pack in std::fs::read_dir(sub.path())?.flatten() {
-            let target = dest.join(pack.file_name());
-            if std::fs::hard_link(pack.path(), &target).is_err() {
-                std::fs::copy(pack.path(), &target)?;
-            }
-        }
-    }
-    std::fs::File::open(to)?.sync_all()
-}
-
 /// Registers directory `dir` as a new workspace whose history is a copy of the history of
 /// the workspace registered at `from` (a root, gone or not, or an id). Refuses a `dir` that
 /// is `from`'s own root, overlaps the state directory or is registered already (forget that
@@ -112,8 +92,7 @@ pub fn adopt(home: &Path, from: &Path, dir: &Path) -> Result<Adopted, Error> {
     std::fs::create_dir_all(&ndir).map_err(Error::io("creating", &ndir))?;
     let copied = (|| {
         db::copy_into(&conn, &ndir.join("meta.sqlite"))?;
-        link_or_copy_packs(&sdir.join("packs"), &ndir.join("packs"))
-            .map_err(Error::io("copying", sdir.join("packs")))?;
+        crate::worktree::link_packs(&sdir.join("packs"), &ndir.join("packs"))?;
         if sdir.join("state.bin").exists() {
             std::fs::copy(sdir.join("state.bin"), ndir.join("state.bin"))
                 .map_err(Error::io("copying", sdir.join("state.bin")))?;

@@ -273,7 +273,7 @@ impl Workspace {
         }
         let config_stamp = config_stamp(&home, &root);
         let config = Config::load(&home, Some(&root))?;
-        let store = open_store(&dir)?;
+        let store = open_store(&dir, config.capture.reflink())?;
         Ok(Workspace {
             opaque: std::cell::RefCell::new(None),
             watcher: std::cell::RefCell::new(None),
@@ -634,12 +634,15 @@ fn config_stamp(home: &Path, root: &Path) -> ConfigStamp {
     ]
 }
 
-fn open_store(dir: &Path) -> Result<Store, Error> {
-    let store = Store::open(
-        &dir.join("packs"),
-        &dir.join("meta.sqlite"),
-        StoreConfig::default(),
-    )?;
+fn open_store(dir: &Path, reflink: crate::config::Reflink) -> Result<Store, Error> {
+    let config = StoreConfig {
+        clone_from: match reflink {
+            crate::config::Reflink::Auto => rewind_store::CLONE_FROM,
+            crate::config::Reflink::Never => u64::MAX,
+        },
+        ..StoreConfig::default()
+    };
+    let store = Store::open(&dir.join("packs"), &dir.join("meta.sqlite"), config)?;
     db::init(&store.db())?;
     Ok(store)
 }
@@ -737,7 +740,7 @@ fn register(
     // killed half-way leaves a directory nothing points to (no record: ignored), or a record
     // the next command there finishes registering (see `registry`), never a registered
     // workspace without its op log (which opening refuses as a lost history).
-    open_store(&dir)?;
+    open_store(&dir, crate::config::Reflink::Never)?;
     crate::base::failpoint::hit("register-before-record");
     let mut record = Record::new(&id, root, meta);
     record.save(&dir)?;

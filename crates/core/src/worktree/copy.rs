@@ -16,7 +16,6 @@
 use std::ffi::OsStr;
 use std::fs::{File, FileTimes};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -27,9 +26,6 @@ use crate::capture::state::{StatEntry, State};
 use crate::fs::relpath;
 use crate::fs::root::RootDir;
 use crate::Error;
-
-/// `FICLONE` (`_IOW(0x94, 9, int)`): make the destination share the source's blocks.
-const FICLONE: libc::c_ulong = 0x4004_9409;
 
 /// Where the copy's content comes from.
 pub(crate) struct Source<'a> {
@@ -101,8 +97,7 @@ fn create_new(path: &Path) -> io::Result<File> {
 
 /// Clones `src` into `dst` if the file system can, else copies it. Returns whether it cloned.
 fn clone_or_copy(src: &mut File, dst: &mut File) -> io::Result<bool> {
-    // SAFETY: two valid descriptors; FICLONE reads nothing from memory.
-    if unsafe { libc::ioctl(dst.as_raw_fd(), FICLONE as _, src.as_raw_fd()) } == 0 {
+    if rewind_store::reflink(src, dst)? {
         return Ok(true);
     }
     io::copy(src, dst)?;
@@ -289,7 +284,14 @@ fn copy_file(
             mtime = after.modified().ok();
         }
         None => {
-            store.read_content(&e.id, &mut dst)?;
+            let cloned = e.size >= rewind_store::CLONE_FROM && {
+                let done = store.clone_content_into(&e.id, &dst)?;
+                out.reflinked += u64::from(done);
+                done
+            };
+            if !cloned {
+                store.read_content(&e.id, &mut dst)?;
+            }
         }
     }
     dst.set_permissions(std::fs::Permissions::from_mode(e.mode))

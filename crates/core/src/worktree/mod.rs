@@ -498,34 +498,35 @@ pub(crate) fn base_trees(home: &Path, parent: &str) -> Vec<ObjectId> {
     out
 }
 
-/// Hard-links every complete pack of `from` into `to` (copied where a link fails).
+/// Hard-links every complete pack and every clone file (`clones/<xx>/`) of the packs
+/// directory `from` into the same place under `to` (copied where a link fails), skipping what
+/// is there already and the writers' unfinished files in `tmp/`; every directory written is
+/// synced. Both kinds of file are immutable once in place, so sharing them is safe.
 pub(crate) fn link_packs(from: &Path, to: &Path) -> Result<(), Error> {
+    link_tree(from, to, true)
+}
+
+fn link_tree(from: &Path, to: &Path, top: bool) -> Result<(), Error> {
     let rd = match std::fs::read_dir(from) {
         Ok(rd) => rd,
         Err(_) => return Ok(()),
     };
-    for sub in rd.flatten() {
-        let name = sub.file_name();
-        if name == "tmp" || !sub.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let dest = to.join(&name);
-        std::fs::create_dir_all(&dest).map_err(Error::io("creating", &dest))?;
-        for pack in std::fs::read_dir(sub.path())
-            .map_err(Error::io("listing", sub.path()))?
-            .flatten()
-        {
-            let target = dest.join(pack.file_name());
-            if target.exists() {
-                continue;
+    std::fs::create_dir_all(to).map_err(Error::io("creating", to))?;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let target = to.join(&name);
+        match e.file_type() {
+            Ok(t) if t.is_dir() && !(top && name == "tmp") => {
+                link_tree(&e.path(), &target, false)?;
             }
-            if std::fs::hard_link(pack.path(), &target).is_err() {
-                std::fs::copy(pack.path(), &target).map_err(Error::io("copying", pack.path()))?;
+            Ok(t) if t.is_file() && !top && !target.exists() => {
+                let linked = std::fs::hard_link(e.path(), &target).is_ok();
+                if !linked {
+                    std::fs::copy(e.path(), &target).map_err(Error::io("copying", e.path()))?;
+                }
             }
+            _ => {}
         }
-        std::fs::File::open(&dest)
-            .and_then(|f| f.sync_all())
-            .map_err(Error::io("syncing", &dest))?;
     }
     std::fs::File::open(to)
         .and_then(|f| f.sync_all())
