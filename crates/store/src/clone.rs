@@ -102,6 +102,73 @@ pub fn reflink(src: &File, dst: &File) -> io::Result<bool> {
     }
 }
 
+/// `FS_IOC_FIEMAP` (`_IOWR('f', 11, struct fiemap)`): the file's extents and their flags.
+const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+/// An extent other files (or snapshots) also refer to.
+const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
+const FIEMAP_EXTENT_LAST: u32 = 0x1;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct FiemapExtent {
+    logical: u64,
+    physical: u64,
+    length: u64,
+    _reserved64: [u64; 2],
+    flags: u32,
+    _reserved: [u32; 3],
+}
+
+#[repr(C)]
+struct Fiemap<const N: usize> {
+    start: u64,
+    length: u64,
+    flags: u32,
+    mapped_extents: u32,
+    extent_count: u32,
+    _reserved: u32,
+    extents: [FiemapExtent; N],
+}
+
+/// Bytes of `file`'s blocks that no other file shares: what removing it would free. A clone
+/// costs nothing while the workspace file it was cloned from is unchanged, and the blocks the
+/// workspace no longer has once it changes: this is what counts against a state's size budget,
+/// not its length. Where the file system cannot say (no `FIEMAP`), its length.
+pub fn exclusive_bytes(file: &File) -> u64 {
+    const N: usize = 128;
+    let len = file.metadata().map_or(0, |m| m.len());
+    let mut total = 0;
+    let mut start = 0u64;
+    loop {
+        let mut map = Fiemap::<N> {
+            start,
+            length: u64::MAX - start,
+            flags: 0,
+            mapped_extents: 0,
+            extent_count: N as u32,
+            _reserved: 0,
+            extents: [FiemapExtent::default(); N],
+        };
+        // SAFETY: a valid descriptor and a fiemap header followed by room for N extents, as
+        // extent_count says; the kernel writes no further.
+        if unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP as _, &mut map) } != 0 {
+            return len;
+        }
+        let got = &map.extents[..(map.mapped_extents as usize).min(N)];
+        for e in got {
+            if e.flags & FIEMAP_EXTENT_SHARED == 0 {
+                total += e.length;
+            }
+        }
+        match got.last() {
+            Some(e) if e.flags & FIEMAP_EXTENT_LAST == 0 && got.len() == N => {
+                start = e.logical + e.length;
+            }
+            _ => return total,
+        }
+    }
+}
+
 /// A clone made under `tmp/` and not yet in place: removed when dropped.
 pub(crate) struct TempClone {
     guard: TmpGuard,

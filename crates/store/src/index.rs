@@ -570,6 +570,7 @@ impl Index {
             objects,
             pack_bytes,
             raw_bytes,
+            ..StoreStats::default()
         })
     }
 }

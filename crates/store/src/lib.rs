@@ -34,7 +34,7 @@ mod transfer;
 mod tree;
 mod writer;
 
-pub use clone::{reflink, CloneContent};
+pub use clone::{exclusive_bytes, reflink, CloneContent};
 pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
@@ -206,6 +206,12 @@ pub struct StoreStats {
     pub pack_bytes: u64,
     /// Bytes the objects hold uncompressed.
     pub raw_bytes: u64,
+    /// Clone files in place (large files cloned in: see the `clone` module).
+    pub clones: u64,
+    /// Their length in bytes.
+    pub clone_bytes: u64,
+    /// Of that, the blocks only they hold ([`exclusive_bytes`]): what they cost on disk.
+    pub clone_own_bytes: u64,
 }
 
 /// What one [`Writer::commit`] made durable.
@@ -579,9 +585,17 @@ impl Store {
         fsck::run(self)
     }
 
-    /// Counts and sizes from the index (no pack is read).
+    /// Counts and sizes from the index (no pack is read), and of the clone files.
     pub fn stats(&self) -> Result<StoreStats> {
-        self.index.stats()
+        let mut stats = self.index.stats()?;
+        for id in clone::clones_on_disk(&self.packs_dir)? {
+            if let Ok(f) = File::open(clone::clone_path(&self.packs_dir, &id)) {
+                stats.clones += 1;
+                stats.clone_bytes += f.metadata().map_or(0, |m| m.len());
+                stats.clone_own_bytes += exclusive_bytes(&f);
+            }
+        }
+        Ok(stats)
     }
 }
 

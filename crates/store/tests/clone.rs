@@ -50,6 +50,17 @@ fn a_large_file_is_cloned_not_copied_and_reads_back_as_it_was() {
     assert_eq!(read_back(&store, &id), data);
     assert_eq!(store.packed_id(&id).unwrap(), content_id(&data));
 
+    // Its blocks are the original's: it holds none of its own.
+    let clone_file = |id: &ObjectId| {
+        let hex = id.to_hex();
+        state
+            .join("packs/clones")
+            .join(&hex[..2])
+            .join(format!("{hex}.clone"))
+    };
+    let own = || rewind_store::exclusive_bytes(&std::fs::File::open(clone_file(&id)).unwrap());
+    assert_eq!(own(), 0);
+
     // The original is edited in place and then truncated: the clone keeps what it held.
     let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     f.seek(SeekFrom::Start(4096)).unwrap();
@@ -57,6 +68,13 @@ fn a_large_file_is_cloned_not_copied_and_reads_back_as_it_was() {
     f.set_len(10).unwrap();
     drop(f);
     assert_eq!(read_back(&store, &id), data);
+    // Once the original is gone, its blocks are the clone's own (btrfs frees an extent only
+    // when nothing refers to any part of it: while the truncated original was there, they
+    // were still shared).
+    drop(file);
+    std::fs::remove_file(&path).unwrap();
+    vol.used_bytes(); // syncs
+    assert_eq!(own(), LEN as u64);
 
     // Cloned back into a new file: the same bytes.
     let out_path = vol.path().join("restored.bin");

@@ -21,6 +21,14 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
             s.store.objects,
             human_bytes(s.store.raw_bytes)
         );
+        if s.store.clones > 0 {
+            println!(
+                "clones     {} large files cloned in ({}; {} of blocks their own)",
+                s.store.clones,
+                human_bytes(s.store.clone_bytes),
+                human_bytes(s.store.clone_own_bytes)
+            );
+        }
         match &s.last_snapshot {
             Some(l) => println!(
                 "snapshots  {} (last: #{} {}, tree {})",

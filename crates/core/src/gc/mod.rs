@@ -63,7 +63,8 @@ impl Workspace {
     }
 
     /// Bytes of the state directory (packs, op log and index, stat cache), as `du` counts
-    /// apparent sizes; worktrees are not in it.
+    /// apparent sizes, but a clone file counts only the blocks no workspace file shares with
+    /// it; worktrees are not in it.
     pub fn state_bytes(&self) -> u64 {
         orphans::dir_bytes(self.state_dir())
     }

@@ -144,6 +144,12 @@ pub struct StoreStatsView {
     pub pack_bytes: u64,
     /// Bytes the objects hold uncompressed.
     pub raw_bytes: u64,
+    /// Large files cloned into the state (`capture.reflink`): clone files in place.
+    pub clones: u64,
+    /// Their length in bytes.
+    pub clone_bytes: u64,
+    /// Of that, the blocks no workspace file shares with them: what they cost on disk.
+    pub clone_own_bytes: u64,
 }
 
 impl From<StoreStats> for StoreStatsView {
@@ -153,6 +159,9 @@ impl From<StoreStats> for StoreStatsView {
             objects: s.objects,
             pack_bytes: s.pack_bytes,
             raw_bytes: s.raw_bytes,
+            clones: s.clones,
+            clone_bytes: s.clone_bytes,
+            clone_own_bytes: s.clone_own_bytes,
         }
     }
 }

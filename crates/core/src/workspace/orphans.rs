@@ -189,7 +189,8 @@ fn newest_mtime_ns(dir: &Path) -> i64 {
         .unwrap_or(0)
 }
 
-/// Apparent size of every file under `dir`, in bytes (0 for what cannot be read).
+/// Apparent size of every file under `dir`, in bytes (0 for what cannot be read), except a
+/// clone file's: the bytes only it holds (`rewind_store::exclusive_bytes`).
 pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
     let Ok(list) = std::fs::read_dir(dir) else {
         return 0;
@@ -199,6 +200,10 @@ pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
         let Ok(meta) = e.metadata() else { continue };
         if meta.is_dir() {
             total += dir_bytes(&e.path());
+        } else if e.path().extension().is_some_and(|x| x == "clone") {
+            // Cloned content: only the blocks the workspace no longer shares with it.
+            total += std::fs::File::open(e.path())
+                .map_or(meta.len(), |f| rewind_store::exclusive_bytes(&f));
         } else {
             total += meta.len();
         }
