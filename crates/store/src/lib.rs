@@ -25,6 +25,7 @@ mod clone;
 mod compress;
 #[cfg(test)]
 mod crash_tests;
+mod extents;
 mod fsck;
 mod gc;
 mod id;
@@ -34,11 +35,12 @@ mod transfer;
 mod tree;
 mod writer;
 
-pub use clone::{exclusive_bytes, reflink, CloneContent};
+pub use clone::{reflink, CloneContent};
+pub use extents::{exclusive_bytes, same_content};
 pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
-pub use transfer::{pack_tail_ids, PackFile};
+pub use transfer::{link_store_files, pack_tail_ids, PackFile};
 pub use tree::{valid_name, EntryKind, Tree, TreeEntry};
 pub use writer::Writer;
 

@@ -244,3 +244,40 @@ impl Store {
         Ok(moved)
     }
 }
+
+/// Hard-links every complete pack and every clone file (`clones/<xx>/`) of the packs
+/// directory `from` into the same place under `to` (copied where a link fails), skipping what
+/// is there already and the writers' unfinished files in `tmp/`; every directory written is
+/// synced. Both kinds of file are immutable once in place, so sharing them is safe: how a
+/// worktree, an adopted history or a clone from a remote gets the objects of another store.
+pub fn link_store_files(from: &Path, to: &Path) -> Result<()> {
+    link_tree(from, to, true)
+}
+
+fn link_tree(from: &Path, to: &Path, top: bool) -> Result<()> {
+    let io = |op: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { op, path, source }
+    };
+    let Ok(rd) = fs::read_dir(from) else {
+        return Ok(());
+    };
+    fs::create_dir_all(to).map_err(io("create directory", to))?;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let target = to.join(&name);
+        match e.file_type() {
+            Ok(t) if t.is_dir() && !(top && name == pack::TMP_DIR) => {
+                link_tree(&e.path(), &target, false)?;
+            }
+            Ok(t) if t.is_file() && !top && !target.exists() => {
+                let linked = fs::hard_link(e.path(), &target).is_ok();
+                if !linked {
+                    fs::copy(e.path(), &target).map_err(io("copy", &e.path()))?;
+                }
+            }
+            _ => {}
+        }
+    }
+    pack::sync_dir(to)
+}

@@ -99,7 +99,11 @@ pub(crate) fn disk_entry_known(
         let same = match content {
             CloneContent::File(clone, size) => {
                 let disk = root.open_read(rel).map_err(Error::io_rel("opening", rel))?;
-                same_bytes(disk, clone, size).map_err(Error::io_rel("reading", rel))?
+                // Reads only where the two are not the same blocks: nothing for an
+                // unchanged file.
+                size == e.size
+                    && rewind_store::same_content(&disk, &clone)
+                        .map_err(Error::io_rel("reading", rel))?
             }
             // Fetched from a remote, the clone file is not here: its packed twin is.
             CloneContent::Packed(twin) => disk_entry(root, rel, None, u64::MAX)?
@@ -110,36 +114,6 @@ pub(crate) fn disk_entry_known(
         }
     }
     disk_entry(root, rel, writer, max_size)
-}
-
-/// Whether `a` holds exactly the `len` bytes `b` holds.
-fn same_bytes(mut a: std::fs::File, mut b: std::fs::File, len: u64) -> std::io::Result<bool> {
-    use std::io::Read;
-    if a.metadata()?.len() != len {
-        return Ok(false);
-    }
-    let (mut x, mut y) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
-    loop {
-        let n = read_full(&mut a, &mut x)?;
-        let m = read_full(&mut b, &mut y)?;
-        if n != m || x[..n] != y[..m] {
-            return Ok(false);
-        }
-        if n == 0 {
-            return Ok(true);
-        }
-    }
-
-    fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut n = 0;
-        while n < buf.len() {
-            match f.read(&mut buf[n..])? {
-                0 => break,
-                k => n += k,
-            }
-        }
-        Ok(n)
-    }
 }
 
 /// Every path below directory `dir` (not `dir` itself), without following symlinks and without

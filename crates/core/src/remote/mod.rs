@@ -454,7 +454,7 @@ fn fill_clone(home: &Path, dest: &Path, src: &CloneSource) -> Result<Cloned, Err
     {
         let _lock = ws.lock(lock::default_wait(), "clone")?;
         db::copy_store_index(&ws.db(), src.index_db)?;
-        crate::worktree::link_packs(src.packs_dir, &ws.state_dir().join("packs"))?;
+        rewind_store::link_store_files(src.packs_dir, &ws.state_dir().join("packs"))?;
     }
     drop(ws);
     crate::trace::phase("clone: registered, store index and packs taken in");

@@ -92,7 +92,7 @@ pub fn adopt(home: &Path, from: &Path, dir: &Path) -> Result<Adopted, Error> {
     std::fs::create_dir_all(&ndir).map_err(Error::io("creating", &ndir))?;
     let copied = (|| {
         db::copy_into(&conn, &ndir.join("meta.sqlite"))?;
-        crate::worktree::link_packs(&sdir.join("packs"), &ndir.join("packs"))?;
+        rewind_store::link_store_files(&sdir.join("packs"), &ndir.join("packs"))?;
         if sdir.join("state.bin").exists() {
             std::fs::copy(sdir.join("state.bin"), ndir.join("state.bin"))
                 .map_err(Error::io("copying", sdir.join("state.bin")))?;

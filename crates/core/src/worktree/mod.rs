@@ -289,7 +289,7 @@ impl Workspace {
             // Under this workspace's lock gc cannot remove a pack while its index is copied.
             let _lock = self.lock(lock::default_wait(), "worktree create")?;
             db::copy_store_index(&wt.db(), &self.state_dir().join("meta.sqlite"))?;
-            link_packs(
+            rewind_store::link_store_files(
                 &self.state_dir().join("packs"),
                 &wt.state_dir().join("packs"),
             )?;
@@ -496,39 +496,4 @@ pub(crate) fn base_trees(home: &Path, parent: &str) -> Vec<ObjectId> {
         );
     }
     out
-}
-
-/// Hard-links every complete pack and every clone file (`clones/<xx>/`) of the packs
-/// directory `from` into the same place under `to` (copied where a link fails), skipping what
-/// is there already and the writers' unfinished files in `tmp/`; every directory written is
-/// synced. Both kinds of file are immutable once in place, so sharing them is safe.
-pub(crate) fn link_packs(from: &Path, to: &Path) -> Result<(), Error> {
-    link_tree(from, to, true)
-}
-
-fn link_tree(from: &Path, to: &Path, top: bool) -> Result<(), Error> {
-    let rd = match std::fs::read_dir(from) {
-        Ok(rd) => rd,
-        Err(_) => return Ok(()),
-    };
-    std::fs::create_dir_all(to).map_err(Error::io("creating", to))?;
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let target = to.join(&name);
-        match e.file_type() {
-            Ok(t) if t.is_dir() && !(top && name == "tmp") => {
-                link_tree(&e.path(), &target, false)?;
-            }
-            Ok(t) if t.is_file() && !top && !target.exists() => {
-                let linked = std::fs::hard_link(e.path(), &target).is_ok();
-                if !linked {
-                    std::fs::copy(e.path(), &target).map_err(Error::io("copying", e.path()))?;
-                }
-            }
-            _ => {}
-        }
-    }
-    std::fs::File::open(to)
-        .and_then(|f| f.sync_all())
-        .map_err(Error::io("syncing", to))
 }
