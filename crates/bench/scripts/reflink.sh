@@ -9,7 +9,8 @@
 #   rewind init         capture.reflink = "never": the file is read, hashed and packed
 #                       (max_file_size raised so it is captured at all);
 #   git add             the same tree into a fresh git repository (zlib, one loose object);
-#   cp                  a plain copy of the file (the cost of any tool that copies it);
+#   cp --reflink=never  a plain copy of the file (the cost of any tool that copies it);
+#   cp --reflink=always a clone of it (the floor: one FICLONE);
 # then, on the reflink workspace: an epoch that overwrites 1 MiB in the middle of the file
 # (`rewind exec -- dd … conv=notrunc`), and a restore of the checkpoint before it. Reported:
 # wall time, and the volume's used bytes after minus before (`statvfs`, after `sync -f`).
@@ -65,7 +66,9 @@ rm -rf "$mnt/home-never" "$ws/.rewind.toml"
 git_add() { git init -q "$mnt/git" && git --git-dir="$mnt/git/.git" --work-tree="$ws" -c core.hooksPath=/dev/null add -A; }
 echo "git add: $(measure git_add)"
 rm -rf "$mnt/git"
-echo "cp: $(measure cp "$ws/data.bin" "$mnt/copy.bin")"
+echo "cp --reflink=never: $(measure cp --reflink=never "$ws/data.bin" "$mnt/copy.bin")"
+rm -f "$mnt/copy.bin"
+echo "cp --reflink=always: $(measure cp --reflink=always "$ws/data.bin" "$mnt/copy.bin")"
 rm -f "$mnt/copy.bin"
 
 export REWIND_HOME=$mnt/home-auto

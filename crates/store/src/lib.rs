@@ -549,6 +549,23 @@ impl Store {
         }
     }
 
+    /// Checks that content `id` (of `size` bytes) can be read back whole: read and verified
+    /// against its ids, or, for a clone, its file present with its record's length (its bytes
+    /// have no hash to check, so reading them would prove nothing more) or its packed twin
+    /// verified.
+    pub fn verify_content(&self, id: &ObjectId, size: u64) -> Result<()> {
+        if size >= CLONE_FROM {
+            match self.clone_content(id)? {
+                Some(CloneContent::File(..)) => return Ok(()),
+                Some(CloneContent::Packed(twin)) => {
+                    return self.read_content(&twin, &mut io::sink()).map(drop)
+                }
+                None => {}
+            }
+        }
+        self.read_content(id, &mut io::sink()).map(drop)
+    }
+
     /// Writes content `id` into the empty file `dst` by cloning, when `id` is a clone and the
     /// file system can share its blocks with `dst`: nothing is read or copied. `false`: not
     /// done, the caller streams it with [`Store::read_content`].

@@ -125,18 +125,15 @@ impl Workspace {
         preflight_writes(self.root(), steps)
     }
 
-    /// Every object the plan writes is present and verified (read and hashed), before the
-    /// first byte is written under the root: a damaged store refuses the restore whole
+    /// Every object the plan writes is present and verified (read and hashed; a clone: its
+    /// file there, whole), before the first byte is written under the root: a damaged store refuses the restore whole
     /// instead of failing half-way through it.
     fn verify_objects(&self, steps: &[Change]) -> Result<(), Error> {
         let mut bad = Vec::new();
         for s in steps {
             let Some(t) = s.after else { continue };
             let read = match t.kind {
-                EntryKind::File => self
-                    .store()
-                    .read_content(&t.id, &mut std::io::sink())
-                    .map(drop),
+                EntryKind::File => self.store().verify_content(&t.id, t.size),
                 EntryKind::Symlink => self.store().read_blob(&t.id).map(drop),
                 _ => Ok(()),
             };
