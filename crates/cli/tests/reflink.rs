@@ -153,11 +153,18 @@ fn a_cloned_file_travels_through_a_remote_as_packed_content() {
     checkpoint(&env, "A", "m1");
     assert!(clone_files(&env) >= 2);
 
+    // Before a push, fsck can only say the clone files are there at their length.
+    let f = json(&env, "A", &["fsck"], 0);
+    assert!(f["clones_checked"].as_u64().unwrap() >= 2, "{f}");
+    assert_eq!(f["clones_unhashed"], f["clones_checked"], "{f}");
+
     let target = Target::file();
     target.add(&env);
     let pushed = target.push(&env);
     assert!(pushed["clones_packed"].as_u64().unwrap() >= 2, "{pushed}");
-    fsck_clean(&env); // now each clone file is checked against its packed twin
+    // Now each clone file is hashed against its packed twin.
+    let f = json(&env, "A", &["fsck"], 0);
+    assert_eq!(f["clones_unhashed"], 0, "{f}");
 
     let home = tempfile::tempdir().unwrap();
     let (_t, dir) = clone_dir();

@@ -39,6 +39,7 @@ pub(crate) fn run(store: &Store) -> Result<FsckReport> {
         report.packs_checked += 1;
         for e in &entries {
             report.objects_checked += 1;
+            count_clone(store, e, &mut report)?;
             if let Err(reason) = check_object(store, &file, e) {
                 report.problems.push(FsckProblem::Corrupt {
                     id: e.id,
@@ -55,6 +56,7 @@ pub(crate) fn run(store: &Store) -> Result<FsckReport> {
             continue;
         };
         report.objects_checked += 1;
+        count_clone(store, &e, &mut report)?;
         let checked = pack::decode_object(&e, stored)
             .map_err(ReadError::reason)
             .and_then(|raw| check_decodes(store, &e, &raw));
@@ -106,6 +108,16 @@ fn check_decodes(store: &Store, e: &Entry, raw: &[u8]) -> Result<(), String> {
         ObjectKind::File => FileObject::decode(raw).map(drop),
         ObjectKind::Tree => Tree::decode(raw).map(drop).map_err(|err| err.to_string()),
     }
+}
+
+fn count_clone(store: &Store, e: &Entry, report: &mut FsckReport) -> Result<()> {
+    if e.kind == ObjectKind::Clone {
+        report.clones_checked += 1;
+        if store.clone_packed(&e.id)?.is_none() {
+            report.clones_unhashed += 1;
+        }
+    }
+    Ok(())
 }
 
 /// A clone's file is there with the record's length, or (fetched from a remote) its packed

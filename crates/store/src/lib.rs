@@ -266,6 +266,11 @@ pub struct FsckReport {
     pub packs_checked: u64,
     /// Objects read, decompressed, hashed and decoded (packed and inline).
     pub objects_checked: u64,
+    /// Of them, clone objects: each clone file checked present at its record's length, and
+    /// hashed against its packed twin where it has one.
+    pub clones_checked: u64,
+    /// Of those, clones with no packed twin: their bytes have nothing to be checked against.
+    pub clones_unhashed: u64,
     /// Everything wrong, in the order found; the objects each one loses are named in it.
     pub problems: Vec<FsckProblem>,
 }

@@ -69,6 +69,12 @@ pub struct FsckResponse {
     pub packs_checked: u64,
     /// Objects read, decompressed, hashed and decoded.
     pub objects_checked: u64,
+    /// Of them, large files cloned into the state (`capture.reflink`): each clone file checked
+    /// present at its length, and hashed against its packed copy where it has one.
+    pub clones_checked: u64,
+    /// Of those, clones with no packed copy (`rewind push` makes one): their bytes have no
+    /// hash to be checked against.
+    pub clones_unhashed: u64,
     /// One line per problem: a corrupt or missing object or pack, and the checkpoints and
     /// paths that can no longer be restored because of it.
     pub problems: Vec<String>,
@@ -443,6 +449,8 @@ impl Service {
             ok: problems.is_empty(),
             packs_checked: store_report.packs_checked,
             objects_checked: store_report.objects_checked,
+            clones_checked: store_report.clones_checked,
+            clones_unhashed: store_report.clones_unhashed,
             problems,
         })
     }

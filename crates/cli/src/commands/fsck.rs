@@ -22,6 +22,12 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
                 "ok: {} objects in {} packs verified",
                 r.objects_checked, r.packs_checked
             );
+            if r.clones_unhashed > 0 {
+                println!(
+                    "{} of them large files cloned in, present at their length; their bytes                      have no hash to check until `rewind push` packs a copy",
+                    r.clones_unhashed
+                );
+            }
         } else {
             println!(
                 "{} problems found ({} objects in {} packs checked); the paths above cannot be restored",
