@@ -51,8 +51,14 @@ fn a_file_over_the_cap_is_cloned_and_put_back_exactly() {
     let v1 = noise(1, 24 * MIB);
     write(root, "data.bin", &v1);
     let before = vol.used_bytes();
-    init(&env);
+    let report = json(&env, "A", &["init"], 0);
     let grew = vol.used_bytes() - before;
+    assert_eq!(report["files_cloned"], 1, "{report}");
+    assert_eq!(report["bytes_cloned"], 24 * MIB, "{report}");
+    assert_eq!(
+        report["files_hashed"], 1,
+        "only .rewind.toml is read: {report}"
+    );
     // Packing it would store 24 MiB (random bytes do not compress).
     assert!(grew < 4 * MIB as u64, "init used {grew} bytes");
     assert_eq!(clone_files(&env), 1);

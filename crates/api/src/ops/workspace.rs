@@ -37,6 +37,10 @@ pub struct InitResponse {
     pub files_hashed: u64,
     /// Their total size in bytes.
     pub bytes_hashed: u64,
+    /// Large files cloned into the state instead (`capture.reflink`): nothing read.
+    pub files_cloned: u64,
+    /// Their total size in bytes.
+    pub bytes_cloned: u64,
     /// Objects stored that the store did not hold before.
     pub new_objects: u64,
     /// Paths that exist but whose content could not be captured: never restored or deleted.
@@ -419,6 +423,8 @@ impl Service {
             entries: capture.stats.entries,
             files_hashed: capture.stats.files_hashed,
             bytes_hashed: capture.stats.bytes_hashed,
+            files_cloned: capture.stats.files_cloned,
+            bytes_cloned: capture.stats.bytes_cloned,
             new_objects: capture.stats.new_objects,
             uncovered: capture.uncovered.clone(),
             warnings: capture.warnings.clone(),

@@ -72,8 +72,12 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
                 r.root
             );
         }
+        let cloned = match r.files_cloned {
+            0 => String::new(),
+            n => format!("; {n} cloned, {}", human_bytes(r.bytes_cloned)),
+        };
         println!(
-            "Captured {} entries ({} files hashed, {}; {} new objects)",
+            "Captured {} entries ({} files hashed, {}{cloned}; {} new objects)",
             r.entries,
             r.files_hashed,
             human_bytes(r.bytes_hashed),

@@ -82,6 +82,10 @@ pub struct CaptureStats {
     pub files_hashed: u64,
     /// Their total size in bytes.
     pub bytes_hashed: u64,
+    /// Large files cloned into the store instead (`capture.reflink`): nothing read.
+    pub files_cloned: u64,
+    /// Their total size in bytes.
+    pub bytes_cloned: u64,
     /// Objects stored that the store did not hold before.
     pub new_objects: u64,
     /// Bytes of pack files written (0 when the new objects went inline in the index).
@@ -284,14 +288,19 @@ pub(crate) fn capture(
     // (results collected, then moved back) cost 60 MB at 300k files.
     let files_hashed = AtomicU64::new(0);
     let bytes_hashed = AtomicU64::new(0);
+    let files_cloned = AtomicU64::new(0);
+    let bytes_cloned = AtomicU64::new(0);
     let deferred = AtomicU64::new(0);
     dirs.par_iter_mut().try_for_each(|(dir, entries)| {
         entries.par_iter_mut().try_for_each(|f| {
             if f.known || !matches!(f.stat.kind, EntryKind::File | EntryKind::Symlink) {
                 return Ok(());
             }
-            hash_one(root, dir, f, &writer, opts, hash_until)?;
-            if f.stat.kind != EntryKind::Uncovered {
+            let cloned = hash_one(root, dir, f, &writer, opts, hash_until)?;
+            if cloned {
+                files_cloned.fetch_add(1, Ordering::Relaxed);
+                bytes_cloned.fetch_add(f.stat.size, Ordering::Relaxed);
+            } else if f.stat.kind != EntryKind::Uncovered {
                 files_hashed.fetch_add(1, Ordering::Relaxed);
                 bytes_hashed.fetch_add(f.stat.size, Ordering::Relaxed);
             } else if f
@@ -308,6 +317,8 @@ pub(crate) fn capture(
     let mut stats = CaptureStats {
         files_hashed: files_hashed.into_inner(),
         bytes_hashed: bytes_hashed.into_inner(),
+        files_cloned: files_cloned.into_inner(),
+        bytes_cloned: bytes_cloned.into_inner(),
         deferred: deferred.into_inner(),
         ..Default::default()
     };
@@ -376,7 +387,9 @@ pub(crate) fn capture(
     };
     uncovered.sort_by(|a, b| a.path.cmp(&b.path));
     crate::base::trace::phase("capture: diff");
-    let state_changed = !changes.is_empty() || stats.files_hashed > 0 || old.root != state.root;
+    let state_changed = !changes.is_empty()
+        || stats.files_hashed + stats.files_cloned > 0
+        || old.root != state.root;
     Ok(Capture {
         root: root_id,
         state,
@@ -430,7 +443,8 @@ fn make_uncovered(f: &mut Found, reason: String) -> Result<(), Error> {
 }
 
 /// Reads and stores the file or symlink `f` (in `dir`) and sets its id, or makes it uncovered
-/// when it cannot or may not be read.
+/// when it cannot or may not be read. Returns whether its content was cloned (see
+/// `Writer::clone_file`) rather than read.
 fn hash_one(
     root: &Path,
     dir: &[u8],
@@ -438,26 +452,27 @@ fn hash_one(
     writer: &Writer,
     opts: &CaptureOptions,
     hash_until: Option<Instant>,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
+    let uncovered = |f: &mut Found, reason: String| make_uncovered(f, reason).map(|()| false);
     let rel = relpath::join(dir, &f.stat.name);
     let abs = relpath::to_path(root, &rel);
     if f.stat.kind == EntryKind::Symlink {
         let target = match read_link(root, &abs, &rel) {
             Ok(t) => t,
-            Err(e) => return make_uncovered(f, format!("cannot read link: {e}")),
+            Err(e) => return uncovered(f, format!("cannot read link: {e}")),
         };
         let bytes = target.as_slice();
         f.stat.id = writer.put_blob(bytes)?;
         f.stat.size = bytes.len() as u64;
         f.known = true;
-        return Ok(());
+        return Ok(false);
     }
     if let Some(id) = opts.prehashed.and_then(|p| p.vouch(&rel, &f.stat)) {
         // Under the workspace lock (no sweep runs): the id may be used only if still stored.
         if writer.stored(&id)? {
             f.stat.id = id;
             f.known = true;
-            return Ok(());
+            return Ok(false);
         }
     }
     // A file over the size cap, or met after the time budget ran out, is still covered when
@@ -474,29 +489,30 @@ fn hash_one(
             ));
         }
     }
-    if let Some(reason) = only_clone
-        .as_ref()
-        .filter(|_| f.stat.size < rewind_store::CLONE_FROM)
-    {
-        return make_uncovered(f, reason.clone());
+    let clonable = f.stat.size >= rewind_store::CLONE_FROM;
+    if let Some(reason) = only_clone.as_ref().filter(|_| !clonable) {
+        return uncovered(f, reason.clone());
     }
     let mut file = match open_for_capture(root, &abs, &rel) {
         Ok(file) => file,
-        Err(e) => return make_uncovered(f, format!("cannot open: {e}")),
+        Err(e) => return uncovered(f, format!("cannot open: {e}")),
     };
-    let stored = match only_clone {
-        Some(reason) => match writer.clone_file(&file) {
-            Ok(Some(done)) => Ok(done),
-            Ok(None) => return make_uncovered(f, reason),
-            Err(e) => Err(e),
+    // As `Writer::put_file`, knowing which of the two it did.
+    let mut cloned = false;
+    let stored = match clonable.then(|| writer.clone_file(&file)) {
+        Some(Ok(Some(done))) => {
+            cloned = true;
+            Ok(done)
+        }
+        Some(Err(e)) => Err(e),
+        _ => match only_clone {
+            Some(reason) => return uncovered(f, reason),
+            None => writer.put_content(&mut file),
         },
-        None => writer.put_file(&mut file, f.stat.size),
     };
     let (id, size) = match stored {
         Ok(r) => r,
-        Err(rewind_store::Error::Input(e)) => {
-            return make_uncovered(f, format!("cannot read: {e}"))
-        }
+        Err(rewind_store::Error::Input(e)) => return uncovered(f, format!("cannot read: {e}")),
         Err(e) => return Err(e.into()),
     };
     let cached_mtime = f.stat.mtime_ns;
@@ -514,7 +530,7 @@ fn hash_one(
             f.stat.mtime_ns = -1;
         }
     }
-    Ok(())
+    Ok(cloned)
 }
 
 /// Opens a file to read its content: never through a final symlink, never blocking on a FIFO
