@@ -159,7 +159,13 @@ fn a_cloned_file_travels_through_a_remote_as_packed_content() {
     checkpoint(&env, "A", "m1");
     assert!(clone_files(&env) >= 2);
 
-    // Before a push, fsck can only say the clone files are there at their length.
+    // Before a push, fsck can only say the clone files are there at their length, and says so.
+    let o = run_s(&env, "A", &["fsck"]);
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        said.contains("present at their length; their bytes have no hash to check until"),
+        "{said}"
+    );
     let f = json(&env, "A", &["fsck"], 0);
     assert!(f["clones_checked"].as_u64().unwrap() >= 2, "{f}");
     assert_eq!(f["clones_unhashed"], f["clones_checked"], "{f}");

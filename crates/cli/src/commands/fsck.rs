@@ -24,7 +24,8 @@ pub fn run(cli: &Cli, _args: &Args) -> anyhow::Result<i32> {
             );
             if r.clones_unhashed > 0 {
                 println!(
-                    "{} of them large files cloned in, present at their length; their bytes                      have no hash to check until `rewind push` packs a copy",
+                    "{} of them large files cloned in, present at their length; their bytes have \
+                     no hash to check until `rewind push` packs a copy",
                     r.clones_unhashed
                 );
             }
