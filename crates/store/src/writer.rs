@@ -140,14 +140,15 @@ impl<'s> Writer<'s> {
     /// Stores the content of `file`, an open regular file of `len` bytes (by its `stat`):
     /// cloned when it is at least [`crate::StoreConfig::clone_from`] bytes and the file system
     /// can ([`Writer::clone_file`]), else as [`Writer::put_content`] reads it. Returns the
-    /// content id and the number of bytes stored.
-    pub fn put_file(&self, file: &mut std::fs::File, len: u64) -> Result<(ObjectId, u64)> {
+    /// content id, the number of bytes stored, and whether they were cloned (nothing read).
+    pub fn put_file(&self, file: &mut std::fs::File, len: u64) -> Result<(ObjectId, u64, bool)> {
         if len >= self.store.config.clone_from {
-            if let Some(done) = self.clone_file(file)? {
-                return Ok(done);
+            if let Some((id, size)) = self.clone_file(file)? {
+                return Ok((id, size, true));
             }
         }
-        self.put_content(file)
+        let (id, size) = self.put_content(file)?;
+        Ok((id, size, false))
     }
 
     /// Clones `file` into the store (`FICLONE`: its blocks shared, nothing read or copied)

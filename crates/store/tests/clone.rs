@@ -34,7 +34,8 @@ fn a_large_file_is_cloned_not_copied_and_reads_back_as_it_was() {
 
     let mut file = std::fs::File::open(&path).unwrap();
     let w = store.writer().unwrap();
-    let (id, size) = w.put_file(&mut file, LEN as u64).unwrap();
+    let (id, size, cloned) = w.put_file(&mut file, LEN as u64).unwrap();
+    assert!(cloned);
     // Nothing in place before the commit: a writer that dies leaves no clone to account for.
     assert!(!state.join("packs/clones").exists());
     w.commit().unwrap();
@@ -95,10 +96,11 @@ fn small_files_and_other_file_systems_are_packed() {
     let path = vol.path().join("small.bin");
     std::fs::write(&path, &small).unwrap();
     let w = store.writer().unwrap();
-    let (id, _) = w
+    let (id, _, cloned) = w
         .put_file(&mut std::fs::File::open(&path).unwrap(), small.len() as u64)
         .unwrap();
     w.commit().unwrap();
+    assert!(!cloned);
     assert_eq!(id, content_id(&small), "below the threshold: packed");
     assert!(store.open_clone(&id).unwrap().is_none());
 
@@ -109,11 +111,11 @@ fn small_files_and_other_file_systems_are_packed() {
     let other = elsewhere.path().join("big.bin");
     std::fs::write(&other, &big).unwrap();
     let w = store.writer().unwrap();
-    let (id, size) = w
+    let (id, size, cloned) = w
         .put_file(&mut std::fs::File::open(&other).unwrap(), LEN as u64)
         .unwrap();
     w.commit().unwrap();
-    assert_eq!((id, size), (content_id(&big), LEN as u64));
+    assert_eq!((id, size, cloned), (content_id(&big), LEN as u64, false));
     assert_eq!(read_back(&store, &id), big);
 
     // And `clone_file`, which only clones, says it could not.
@@ -135,7 +137,7 @@ fn a_lost_or_truncated_clone_file_is_reported_and_an_unindexed_one_collected() {
         let path = vol.path().join(format!("f{seed}"));
         std::fs::write(&path, random(10 + seed, LEN)).unwrap();
         let w = store.writer().unwrap();
-        let (id, _) = w
+        let (id, _, _) = w
             .put_file(&mut std::fs::File::open(&path).unwrap(), LEN as u64)
             .unwrap();
         w.commit().unwrap();

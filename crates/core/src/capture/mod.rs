@@ -489,28 +489,25 @@ fn hash_one(
             ));
         }
     }
-    let clonable = f.stat.size >= rewind_store::CLONE_FROM;
-    if let Some(reason) = only_clone.as_ref().filter(|_| !clonable) {
+    if let Some(reason) = only_clone
+        .as_ref()
+        .filter(|_| f.stat.size < rewind_store::CLONE_FROM)
+    {
         return uncovered(f, reason.clone());
     }
     let mut file = match open_for_capture(root, &abs, &rel) {
         Ok(file) => file,
         Err(e) => return uncovered(f, format!("cannot open: {e}")),
     };
-    // As `Writer::put_file`, knowing which of the two it did.
-    let mut cloned = false;
-    let stored = match clonable.then(|| writer.clone_file(&file)) {
-        Some(Ok(Some(done))) => {
-            cloned = true;
-            Ok(done)
-        }
-        Some(Err(e)) => Err(e),
-        _ => match only_clone {
-            Some(reason) => return uncovered(f, reason),
-            None => writer.put_content(&mut file),
+    let stored = match only_clone {
+        Some(reason) => match writer.clone_file(&file) {
+            Ok(Some((id, size))) => Ok((id, size, true)),
+            Ok(None) => return uncovered(f, reason),
+            Err(e) => Err(e),
         },
+        None => writer.put_file(&mut file, f.stat.size),
     };
-    let (id, size) = match stored {
+    let (id, size, cloned) = match stored {
         Ok(r) => r,
         Err(rewind_store::Error::Input(e)) => return uncovered(f, format!("cannot read: {e}")),
         Err(e) => return Err(e.into()),

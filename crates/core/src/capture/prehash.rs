@@ -149,7 +149,7 @@ fn hash_one(
         return Ok(None);
     }
     let (id, size) = match writer.put_file(&mut file, before.size()) {
-        Ok(r) => r,
+        Ok((id, size, _)) => (id, size),
         Err(rewind_store::Error::Input(_)) => return Ok(None),
         Err(e) => return Err(e.into()),
     };

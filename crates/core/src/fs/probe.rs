@@ -54,7 +54,10 @@ pub(crate) fn disk_entry(
                     None => return Ok(Some(Entry::uncovered(size))),
                 },
                 None if size > max_size => return Ok(Some(Entry::uncovered(size))),
-                Some(w) => w.put_file(&mut file, size)?,
+                Some(w) => {
+                    let (id, size, _) = w.put_file(&mut file, size)?;
+                    (id, size)
+                }
                 None => rewind_store::content_id(&mut file)?,
             };
             Ok(Some(Entry {
