@@ -1,5 +1,6 @@
 //! A file watcher for the lifetime of one opaque epoch (`rewind exec`), so that its closing
-//! capture re-reads only the directories something happened in, instead of the whole tree.
+//! capture looks again only at the entries something happened to (and re-reads only the
+//! directories whose own events say so), instead of the whole tree.
 //!
 //! Linux inotify, one watch per captured directory, each armed by the opening capture's walk
 //! just *before* it reads that directory, so whatever changes there after the capture saw it
@@ -10,7 +11,7 @@
 //! changed ignore file. Known blind spot, shared with every inotify user: writes through a
 //! memory mapping that outlive the file's close.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -21,21 +22,44 @@ use std::sync::{Arc, Mutex};
 use crate::capture::ignore_rules::IGNORE_FILES;
 use crate::fs::relpath;
 
-/// Directories to re-read after a command, from what the watcher saw.
+/// What to look at again after a command, from what the watcher saw.
 #[derive(Debug, Default)]
 pub(crate) struct Dirty {
-    /// Re-read the listing (and stat every entry) of these directories.
+    /// Re-read the listing (and stat every entry) of these directories: an event about the
+    /// directory itself, or more named entries than [`NAMES_PER_DIR`].
     dirs: HashSet<Vec<u8>>,
+    /// In these directories (none of them in `dirs`), only the entries events named: the
+    /// rest of each listing is the cache's. One change in a 100k-entry directory then costs
+    /// one `lstat`, not 100k.
+    names: HashMap<Vec<u8>, Named>,
     /// Walk these whole (directories created or moved in while watching).
     subtrees: HashSet<Vec<u8>>,
     /// Every proper ancestor of the above, which the walk passes through.
     ancestors: HashSet<Vec<u8>>,
 }
 
+/// The entries of one directory that events named.
+#[derive(Debug, Default)]
+pub(crate) struct Named {
+    /// Sorted, as listings are.
+    pub names: BTreeSet<Vec<u8>>,
+    /// An entry was created, deleted or renamed: the directory's names changed, so the stamp
+    /// its cached listing was read with no longer describes it.
+    pub listing_changed: bool,
+}
+
+/// Past this many named entries in one directory, it is read again whole (a rename storm
+/// would otherwise make the set as large as the listing).
+const NAMES_PER_DIR: usize = 1024;
+
+/// Events that add, remove or rename an entry of the watched directory.
+const LISTING_EVENTS: u32 =
+    libc::IN_CREATE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO;
+
 impl Dirty {
     /// Nothing happened: the tree is as the opening capture saw it.
     pub fn is_empty(&self) -> bool {
-        self.dirs.is_empty() && self.subtrees.is_empty()
+        self.dirs.is_empty() && self.subtrees.is_empty() && self.names.is_empty()
     }
 
     fn under_subtree(&self, rel: &[u8]) -> bool {
@@ -51,19 +75,46 @@ impl Dirty {
         }
     }
 
-    /// Whether the walk must read this directory's listing.
+    /// Whether the walk must read this directory's whole listing.
     pub fn reads(&self, rel: &[u8]) -> bool {
         self.dirs.contains(rel) || self.under_subtree(rel)
     }
 
+    /// The entries of this directory to look at again, when the rest of its listing is the
+    /// cache's (`None`: the whole listing is read, or nothing happened here).
+    pub fn named(&self, rel: &[u8]) -> Option<&Named> {
+        self.names.get(rel).filter(|_| !self.reads(rel))
+    }
+
     /// Whether the walk must enter this directory at all.
     pub fn enters(&self, rel: &[u8]) -> bool {
-        self.reads(rel) || self.ancestors.contains(rel)
+        self.reads(rel) || self.names.contains_key(rel) || self.ancestors.contains(rel)
+    }
+
+    /// An event named entry `name` of directory `dir`.
+    fn note(&mut self, dir: &[u8], name: &[u8], mask: u32) {
+        if self.dirs.contains(dir) {
+            return;
+        }
+        let named = self.names.entry(dir.to_vec()).or_default();
+        named.names.insert(name.to_vec());
+        named.listing_changed |= mask & LISTING_EVENTS != 0;
+        if named.names.len() > NAMES_PER_DIR {
+            self.names.remove(dir);
+            self.dirs.insert(dir.to_vec());
+        }
     }
 
     fn finish(mut self) -> Dirty {
+        let whole = &self.dirs;
+        self.names.retain(|dir, _| !whole.contains(dir));
         let mut anc = HashSet::new();
-        for d in self.dirs.iter().chain(&self.subtrees) {
+        for d in self
+            .dirs
+            .iter()
+            .chain(&self.subtrees)
+            .chain(self.names.keys())
+        {
             let mut p = d.as_slice();
             while !p.is_empty() {
                 p = relpath::split(p).0;
@@ -217,7 +268,12 @@ impl Watcher {
                     }
                     continue;
                 }
-                dirty.dirs.insert(dir.clone());
+                if name.is_empty() {
+                    // About the directory itself (its attributes, its watch removed).
+                    dirty.dirs.insert(dir.clone());
+                } else {
+                    dirty.note(dir, name, ev.mask);
+                }
                 if ev.mask & libc::IN_ISDIR != 0
                     && ev.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0
                     && !name.is_empty()
@@ -271,8 +327,8 @@ impl Watcher {
 }
 
 /// A watcher for a long-running process (`rewind serve`), shared by every handle it opens on
-/// the workspace: armed by one whole-tree walk, it then lets each capture re-read only the
-/// directories something happened in since the previous capture, so an opaque epoch costs
+/// the workspace: armed by one whole-tree walk, it then lets each capture look again only at
+/// the entries something happened to since the previous capture, so an opaque epoch costs
 /// O(changed paths) instead of a walk of the tree.
 ///
 /// Why nothing is missed: inotify queues an event in the same system call that makes the
@@ -379,6 +435,7 @@ impl Drop for Watcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn watching(root: &Path, dirs: &[Vec<u8>]) -> Watcher {
         let w = Watcher::new(root).unwrap();
@@ -399,7 +456,10 @@ mod tests {
         std::fs::write(root.path().join("a/b/f"), b"x").unwrap();
         std::fs::create_dir_all(root.path().join("c/new/deep")).unwrap();
         let d = w.dirty().unwrap();
-        assert!(d.reads(b"a/b"));
+        assert!(
+            d.named(b"a/b").is_some_and(|n| n.listing_changed),
+            "`f` was created"
+        );
         assert!(!d.reads(b"a"));
         assert!(d.enters(b"a"));
         assert!(d.reads(b"c/new/deep"), "a new subtree is walked whole");
@@ -407,6 +467,47 @@ mod tests {
 
         let w = watching(root.path(), &dirs);
         assert!(w.dirty().unwrap().is_empty(), "nothing happened");
+
+        // Writing a file names it: the rest of its directory's listing is the cache's, and
+        // the listing itself is unchanged.
+        let w = watching(root.path(), &dirs);
+        std::fs::write(root.path().join("a/b/f"), b"y").unwrap();
+        let d = w.dirty().unwrap();
+        assert!(!d.is_empty());
+        assert!(!d.reads(b"a/b"), "only the written entry is looked at");
+        let named = d.named(b"a/b").expect("the entry is named");
+        assert_eq!(named.names, BTreeSet::from([b"f".to_vec()]));
+        assert!(!named.listing_changed);
+        assert!(d.enters(b"a/b") && d.enters(b"a") && d.enters(b""));
+        assert!(!d.enters(b"c"));
+
+        // Creating, deleting and renaming name each entry and change the listing.
+        let w = watching(root.path(), &dirs);
+        std::fs::write(root.path().join("a/new"), b"").unwrap();
+        std::fs::rename(root.path().join("a/b/f"), root.path().join("a/b/f2")).unwrap();
+        std::fs::remove_file(root.path().join("a/new")).unwrap();
+        let d = w.dirty().unwrap();
+        let named = d.named(b"a").unwrap();
+        assert_eq!(named.names, BTreeSet::from([b"new".to_vec()]));
+        assert!(named.listing_changed);
+        let named = d.named(b"a/b").unwrap();
+        assert_eq!(named.names, BTreeSet::from([b"f".to_vec(), b"f2".to_vec()]));
+        assert!(named.listing_changed);
+
+        // An event about the directory itself reads it whole; so do more named entries
+        // than a set of names is worth.
+        let w = watching(root.path(), &dirs);
+        std::fs::set_permissions(root.path().join("c"), PermissionsExt::from_mode(0o750)).unwrap();
+        for i in 0..=NAMES_PER_DIR {
+            std::fs::write(root.path().join(format!("a/b/n{i}")), b"").unwrap();
+        }
+        let d = w.dirty().unwrap();
+        assert!(d.reads(b"c") && d.named(b"c").is_none());
+        assert!(d.reads(b"a/b") && d.named(b"a/b").is_none());
+        assert!(
+            d.named(b"").is_some(),
+            "the root's entry `c` is named in the root"
+        );
 
         let w = watching(root.path(), &dirs);
         std::fs::write(root.path().join("c/.gitignore"), b"*\n").unwrap();

@@ -195,11 +195,27 @@ fn walk_dir<'s>(
         _ => rules,
     };
     let cached: &[StatEntry] = old.dirs.get(&rel).map(|v| v.as_slice()).unwrap_or(&[]);
+    let classify = Classify {
+        abs: &abs,
+        rules: rules.as_deref(),
+        needs_path: rules.as_ref().is_some_and(|r| r.has_matchers()),
+        under_ignored,
+        cached,
+        progress: opts.progress,
+    };
     if let Some(dirty) = opts.dirty {
-        if !dirty.reads(&rel) && old.dirs.contains_key(&rel) {
-            // Nothing happened here: the cache is the listing. Enter only children below
-            // which something happened.
-            let found = cached_found(cached);
+        // Nothing happened here, or only to the entries the watcher named: the cache is the
+        // rest of the listing. Enter only children below which something happened.
+        let known = match dirty.named(&rel) {
+            _ if dirty.reads(&rel) || !old.dirs.contains_key(&rel) => None,
+            None => Some((cached_found(cached), old.stamps.get(&rel).copied())),
+            // (A directory that cannot be opened now is read as usual, below.)
+            Some(named) => restat_named(&abs, old, named, &classify).map(|found| {
+                let stamp = old.stamps.get(&rel).filter(|_| !named.listing_changed);
+                (found, stamp.copied())
+            }),
+        };
+        if let Some((found, stamp)) = known {
             for f in &found {
                 let child = relpath::join(&rel, &f.stat.name);
                 if f.stat.kind == EntryKind::Dir && dirty.enters(&child) {
@@ -214,9 +230,9 @@ fn walk_dir<'s>(
             if !local_warn.is_empty() {
                 warn.lock().unwrap().extend(local_warn);
             }
-            // The listing is the cached one, so its stamp still tells how it was read.
-            if let Some(st) = old.stamps.get(&rel) {
-                sh.stamps.lock().unwrap().push((rel.clone(), *st));
+            // The names are the cached ones, so their stamp still tells how they were read.
+            if let Some(st) = stamp {
+                sh.stamps.lock().unwrap().push((rel.clone(), st));
             }
             out.lock().unwrap().insert(rel, found);
             return;
@@ -227,7 +243,6 @@ fn walk_dir<'s>(
     let here = here.or_else(|| sh.granule.and_then(|_| DirStat::of_path(&abs)));
     // Captured directories walked although ignored now (see below).
     let mut ignored_dirs: Vec<Vec<u8>> = Vec::new();
-    let needs_path = rules.as_ref().is_some_and(|r| r.has_matchers());
     if let Some(w) = opts.watch {
         w.watch(&abs, &rel);
     }
@@ -324,8 +339,83 @@ fn walk_dir<'s>(
             return;
         }
     };
-    // One entry: its `lstat`, the ignore rules, its kind. `None`: not part of the walk.
-    let classify = |name: Vec<u8>, dent: Listed| -> Option<(Found, bool)> {
+    let listed: Vec<(Vec<u8>, Listed)> = rd.filter_map(Result::ok).collect();
+    // A large directory's entries are stat'ed on every core, in chunks (one job per directory
+    // would leave 100k files in one directory to one thread); a small one's on this one.
+    let classified: Vec<(Found, bool)> = if listed.len() >= PARALLEL_STAT_AT {
+        use rayon::prelude::*;
+        listed
+            .into_par_iter()
+            .with_min_len(PARALLEL_STAT_CHUNK)
+            .filter_map(|(name, dent)| classify.entry(name, dent))
+            .collect()
+    } else {
+        listed
+            .into_iter()
+            .filter_map(|(name, dent)| classify.entry(name, dent))
+            .collect()
+    };
+    // Exactly sized: these listings are most of a first capture's memory (a vector grown by
+    // pushes holds a quarter more, 14 MB at 300k files).
+    let mut found = Vec::with_capacity(classified.len());
+    for (f, ignored_dir) in classified {
+        if ignored_dir {
+            ignored_dirs.push(f.stat.name.clone());
+        }
+        found.push(f);
+    }
+    found.sort_by(|a, b| a.stat.name.cmp(&b.stat.name));
+    // Merge-join with the cache: a file whose stat matches and is not racy keeps its id.
+    let mut ci = 0;
+    for f in found.iter_mut() {
+        while ci < cached.len() && cached[ci].name < f.stat.name {
+            ci += 1;
+        }
+        if let Some(c) = cached.get(ci).filter(|c| c.name == f.stat.name) {
+            keep_cached_id(f, c, old);
+        }
+    }
+    for f in &found {
+        if f.stat.kind == EntryKind::Dir {
+            let child = relpath::join(&rel, &f.stat.name);
+            if let Some(dirty) = opts.dirty {
+                // A directory already known and untouched below keeps its cached subtree.
+                if old.dirs.contains_key(&child) && !dirty.enters(&child) {
+                    continue;
+                }
+            }
+            let child_rules = rules.clone();
+            let ignored = ignored_dirs.contains(&f.stat.name);
+            let here = DirStat::of(&f.stat);
+            scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored, Some(here)));
+        }
+    }
+    if !local_warn.is_empty() {
+        warn.lock().unwrap().extend(local_warn);
+    }
+    if let Some(stamp) = stamp {
+        sh.stamps.lock().unwrap().push((rel.clone(), stamp));
+    }
+    out.lock().unwrap().insert(rel, found);
+}
+
+/// What decides how one entry of a directory is found: the ignore rules that apply there.
+struct Classify<'a> {
+    abs: &'a Path,
+    rules: Option<&'a Rules>,
+    /// An ignore file has patterns, so each entry's absolute path is needed to match them.
+    needs_path: bool,
+    under_ignored: bool,
+    /// The directory's cached listing.
+    cached: &'a [StatEntry],
+    progress: Option<&'a Progress>,
+}
+
+impl Classify<'_> {
+    /// One entry: its `lstat`, the ignore rules, its kind, and whether it is a captured
+    /// directory that is ignored now. `None`: not part of the walk (gone, never captured,
+    /// ignored).
+    fn entry(&self, name: Vec<u8>, dent: Listed) -> Option<(Found, bool)> {
         if NEVER_CAPTURED.contains(&name.as_slice())
             || name.starts_with(crate::fs::root::TEMP_PREFIX.as_bytes())
         {
@@ -333,7 +423,9 @@ fn walk_dir<'s>(
         }
         // Building the absolute path costs an allocation per entry: only when an ignore file
         // needs it.
-        let path = needs_path.then(|| abs.join(OsStr::from_bytes(&name)));
+        let path = self
+            .needs_path
+            .then(|| self.abs.join(OsStr::from_bytes(&name)));
         let meta = match dent.stat(&name) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
@@ -343,12 +435,12 @@ fn walk_dir<'s>(
         // As in git, ignore rules apply to what is not captured yet: a path captured before
         // (in the cache, with its content) stays captured whatever the ignore files say now,
         // so an agent cannot switch recording off by writing `*` into `.gitignore`.
-        let ignored = under_ignored
-            || matches!((&rules, &path), (Some(r), Some(path)) if r.is_ignored(path, ft == libc::S_IFDIR));
-        if ignored && !was_captured(cached, &name) {
+        let ignored = self.under_ignored
+            || matches!((self.rules, &path), (Some(r), Some(path)) if r.is_ignored(path, ft == libc::S_IFDIR));
+        if ignored && !was_captured(self.cached, &name) {
             return None;
         }
-        if let Some(p) = opts.progress {
+        if let Some(p) = self.progress {
             p.entries_seen.fetch_add(1, Ordering::Relaxed);
         }
         let kind = if ft == libc::S_IFDIR {
@@ -383,77 +475,66 @@ fn walk_dir<'s>(
             uncovered: None,
         };
         Some((found, ignored && kind == EntryKind::Dir))
+    }
+}
+
+/// A file or symlink whose `lstat` is its cached one, and not racy, keeps its cached id.
+fn keep_cached_id(f: &mut Found, c: &StatEntry, old: &State) {
+    let s = &f.stat;
+    let clean = matches!(s.kind, EntryKind::File | EntryKind::Symlink)
+        && c.kind == s.kind
+        && c.mode == s.mode
+        && c.size == s.size
+        && c.mtime_ns == s.mtime_ns
+        && c.ctime_ns == s.ctime_ns
+        && c.ino == s.ino
+        && !old.is_racy(c);
+    if clean {
+        f.stat.id = c.id;
+        f.known = true;
+    }
+}
+
+/// The cached listing of directory `abs`, with the entries a watcher named `lstat`ed again
+/// (added where created, dropped where gone): every entry no event named is as the cache has
+/// it, since any change to it would have raised an event naming it. `None` when the directory
+/// cannot be opened (it is then read as usual).
+fn restat_named(
+    abs: &Path,
+    old: &State,
+    named: &crate::capture::watch::Named,
+    classify: &Classify,
+) -> Option<Vec<Found>> {
+    let dir = Arc::new(open_dir(abs)?);
+    let cached = classify.cached;
+    let now = |name: &Vec<u8>| {
+        classify
+            .entry(name.clone(), Listed::At(dir.clone()))
+            .map(|(f, _)| f)
     };
-    let listed: Vec<(Vec<u8>, Listed)> = rd.filter_map(Result::ok).collect();
-    // A large directory's entries are stat'ed on every core, in chunks (one job per directory
-    // would leave 100k files in one directory to one thread); a small one's on this one.
-    let classified: Vec<(Found, bool)> = if listed.len() >= PARALLEL_STAT_AT {
-        use rayon::prelude::*;
-        listed
-            .into_par_iter()
-            .with_min_len(PARALLEL_STAT_CHUNK)
-            .filter_map(|(name, dent)| classify(name, dent))
-            .collect()
-    } else {
-        listed
-            .into_iter()
-            .filter_map(|(name, dent)| classify(name, dent))
-            .collect()
-    };
-    // Exactly sized: these listings are most of a first capture's memory (a vector grown by
-    // pushes holds a quarter more, 14 MB at 300k files).
-    let mut found = Vec::with_capacity(classified.len());
-    for (f, ignored_dir) in classified {
-        if ignored_dir {
-            ignored_dirs.push(f.stat.name.clone());
+    // A merge of two sorted lists: the cached listing and the named entries.
+    let mut found = Vec::with_capacity(cached.len() + named.names.len());
+    let mut names = named.names.iter().peekable();
+    for c in cached {
+        while let Some(n) = names.next_if(|n| n.as_slice() < c.name.as_slice()) {
+            found.extend(now(n));
         }
-        found.push(f);
-    }
-    found.sort_by(|a, b| a.stat.name.cmp(&b.stat.name));
-    // Merge-join with the cache: a file whose stat matches and is not racy keeps its id.
-    let mut ci = 0;
-    for f in found.iter_mut() {
-        while ci < cached.len() && cached[ci].name < f.stat.name {
-            ci += 1;
-        }
-        if let Some(c) = cached.get(ci).filter(|c| c.name == f.stat.name) {
-            let s = &f.stat;
-            let clean = matches!(s.kind, EntryKind::File | EntryKind::Symlink)
-                && c.kind == s.kind
-                && c.mode == s.mode
-                && c.size == s.size
-                && c.mtime_ns == s.mtime_ns
-                && c.ctime_ns == s.ctime_ns
-                && c.ino == s.ino
-                && !old.is_racy(c);
-            if clean {
-                f.stat.id = c.id;
-                f.known = true;
+        if names
+            .next_if(|n| n.as_slice() == c.name.as_slice())
+            .is_some()
+        {
+            if let Some(mut f) = now(&c.name) {
+                keep_cached_id(&mut f, c, old);
+                found.push(f);
             }
+        } else {
+            found.push(cached_one(c));
         }
     }
-    for f in &found {
-        if f.stat.kind == EntryKind::Dir {
-            let child = relpath::join(&rel, &f.stat.name);
-            if let Some(dirty) = opts.dirty {
-                // A directory already known and untouched below keeps its cached subtree.
-                if old.dirs.contains_key(&child) && !dirty.enters(&child) {
-                    continue;
-                }
-            }
-            let child_rules = rules.clone();
-            let ignored = ignored_dirs.contains(&f.stat.name);
-            let here = DirStat::of(&f.stat);
-            scope.spawn(move |s| walk_dir(s, sh, child, child_rules, ignored, Some(here)));
-        }
+    for n in names {
+        found.extend(now(n));
     }
-    if !local_warn.is_empty() {
-        warn.lock().unwrap().extend(local_warn);
-    }
-    if let Some(stamp) = stamp {
-        sh.stamps.lock().unwrap().push((rel.clone(), stamp));
-    }
-    out.lock().unwrap().insert(rel, found);
+    Some(found)
 }
 
 /// Whether subdirectory `name` of `abs` is walked as inside an ignored directory (only what
@@ -565,15 +646,17 @@ fn was_captured(cached: &[StatEntry], name: &[u8]) -> bool {
 
 /// Cached entries, vouched for as they are.
 fn cached_found(entries: &[StatEntry]) -> Vec<Found> {
-    entries
-        .iter()
-        .map(|e| Found {
-            stat: e.clone(),
-            known: true,
-            uncovered: (e.kind == EntryKind::Uncovered)
-                .then(|| "not captured (unchanged since)".into()),
-        })
-        .collect()
+    entries.iter().map(cached_one).collect()
+}
+
+/// A cached entry, vouched for as it is.
+fn cached_one(e: &StatEntry) -> Found {
+    Found {
+        stat: e.clone(),
+        known: true,
+        uncovered: (e.kind == EntryKind::Uncovered)
+            .then(|| "not captured (unchanged since)".into()),
+    }
 }
 
 pub(crate) fn uncovered(name: Vec<u8>, size: u64, why: String) -> Found {
