@@ -132,9 +132,9 @@ pub(crate) struct Watcher {
     dirs: Mutex<HashMap<i32, Vec<u8>>>,
     /// A watch could not be added: the watcher cannot vouch for anything.
     failed: AtomicBool,
-    /// `.git/info/exclude` and its mtime when the watch started (a change there changes what
+    /// `.git/info/exclude` and its bytes when the watch started (a change there changes what
     /// is captured anywhere).
-    exclude: Mutex<(std::path::PathBuf, Option<std::time::SystemTime>)>,
+    exclude: Mutex<(std::path::PathBuf, Option<Vec<u8>>)>,
     /// Of a [`LiveWatch`]: the number of the last [`Watcher::take`] whose capture has not been
     /// saved as the stat cache yet (0: none).
     unsaved: AtomicU64,
@@ -168,12 +168,12 @@ impl Watcher {
         }
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let exclude = root.join(".git/info/exclude");
-        let mtime = std::fs::metadata(&exclude).and_then(|m| m.modified()).ok();
+        let bytes = exclude_bytes(&exclude);
         Some(Watcher {
             fd,
             dirs: Mutex::new(HashMap::new()),
             failed: AtomicBool::new(false),
-            exclude: Mutex::new((exclude, mtime)),
+            exclude: Mutex::new((exclude, bytes)),
             // Nothing is watched yet: the first take walks everything.
             unsaved: AtomicU64::new(u64::MAX),
             takes: AtomicU64::new(0),
@@ -221,7 +221,7 @@ impl Watcher {
         let dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
         {
             let (path, before) = &*self.exclude.lock().unwrap_or_else(|p| p.into_inner());
-            if std::fs::metadata(path).and_then(|m| m.modified()).ok() != *before {
+            if exclude_bytes(path) != *before {
                 return None;
             }
         }
@@ -300,9 +300,7 @@ impl Watcher {
         if dirty.is_none() {
             self.failed.store(false, Ordering::Relaxed);
             let mut exclude = self.exclude.lock().unwrap_or_else(|p| p.into_inner());
-            exclude.1 = std::fs::metadata(&exclude.0)
-                .and_then(|m| m.modified())
-                .ok();
+            exclude.1 = exclude_bytes(&exclude.0);
         }
         (dirty, n)
     }
@@ -324,6 +322,12 @@ impl Watcher {
             .name("rewind-unwatch".into())
             .spawn(move || drop(self));
     }
+}
+
+/// The bytes of `.git/info/exclude` (not watched: `.git` is never walked), compared whole: its
+/// mtime can stay the same across a rewrite within one clock tick, and the file is small.
+fn exclude_bytes(path: &Path) -> Option<Vec<u8>> {
+    std::fs::read(path).ok()
 }
 
 /// A watcher for a long-running process (`rewind serve`), shared by every handle it opens on
@@ -515,6 +519,22 @@ mod tests {
             w.dirty().is_none(),
             "a changed ignore file means a full scan"
         );
+
+        // `.git/info/exclude` rewritten within one clock tick keeps its mtime: its bytes say.
+        std::fs::create_dir_all(root.path().join(".git/info")).unwrap();
+        let exclude = root.path().join(".git/info/exclude");
+        std::fs::write(&exclude, b"u\n").unwrap();
+        let mtime = std::fs::metadata(&exclude).unwrap().modified().unwrap();
+        let w = watching(root.path(), &dirs);
+        std::fs::write(&exclude, b"v\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&exclude)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert!(w.dirty().is_none(), "changed exclude rules mean a full scan");
+        std::fs::remove_file(&exclude).unwrap();
 
         let w = watching(root.path(), &dirs);
         w.watch(&root.path().join("gone"), b"gone");
