@@ -29,6 +29,7 @@ mod extents;
 mod fsck;
 mod gc;
 mod id;
+mod idset;
 mod index;
 mod pack;
 mod transfer;

@@ -28,6 +28,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::chunk::{self, ContentSink};
 use crate::clone::{self, TempClone};
+use crate::idset::IdSet;
 use crate::index::InlineObject;
 use crate::pack::{self, Compression, PackWriter, SealedPack};
 use crate::{compress, CommitStats, Error, ObjectId, ObjectKind, Result, Store, Tree};
@@ -36,11 +37,12 @@ use crate::{compress, CommitStats, Error, ObjectId, ObjectKind, Result, Store, T
 pub struct Writer<'s> {
     store: &'s Store,
     state: Mutex<State>,
-    /// How many ids were looked up in the index. See [`Writer::indexed`].
+    /// How many ids were looked up in the index, or announced ([`Writer::expect_lookups`]).
+    /// See [`Writer::indexed`].
     lookups: AtomicU64,
     snapshot_after: OnceLock<u64>,
-    /// All indexed ids, sorted, once loaded (`None` if loading failed: keep querying).
-    snapshot: OnceLock<Option<Vec<ObjectId>>>,
+    /// All indexed ids, once loaded (`None` if loading failed: keep querying).
+    snapshot: OnceLock<Option<IdSet>>,
 }
 
 /// Seals in flight past which a putting thread waits for the oldest (bounds memory and threads
@@ -298,6 +300,15 @@ impl<'s> Writer<'s> {
         self.indexed(id)
     }
 
+    /// Says about `n` lookups of ids ([`Writer::stored`]) are coming, as when a capture takes
+    /// the ids a background baseline hashed. When that many would make the writer load its
+    /// snapshot of the index anyway (see [`Writer::indexed`]), it loads it at the first of
+    /// them instead of after an eighth of the index one query at a time (at 300k files, 37k
+    /// queries on one connection: half of such a capture's time).
+    pub fn expect_lookups(&self, n: u64) {
+        self.lookups.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// Whether `id` is in the index.
     ///
     /// A SQLite point query costs a few microseconds plus contention on the connection; on a
@@ -321,9 +332,9 @@ impl<'s> Writer<'s> {
             if n >= after {
                 let snapshot = self
                     .snapshot
-                    .get_or_init(|| self.store.index.all_ids().ok());
+                    .get_or_init(|| self.store.index.all_ids().ok().and_then(IdSet::new));
                 if let Some(ids) = snapshot {
-                    return Ok(ids.binary_search(id).is_ok());
+                    return Ok(ids.contains(id));
                 }
             }
         }
