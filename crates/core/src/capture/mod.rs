@@ -276,6 +276,10 @@ pub(crate) fn capture(
         ..
     } = walk;
     let writer = store.writer()?;
+    if let Some(p) = opts.prehashed {
+        // Each of those ids is looked up once (`Writer::stored`).
+        writer.expect_lookups(p.len() as u64);
+    }
     // `capture.time_budget` bounds the whole capture, so hashing stops early enough to leave
     // time for what follows it (the trees, the store commit, the new cache, the record), which
     // grows with the number of entries as the walk does: the walk's own time is the estimate.
@@ -455,6 +459,14 @@ fn hash_one(
 ) -> Result<bool, Error> {
     let uncovered = |f: &mut Found, reason: String| make_uncovered(f, reason).map(|()| false);
     let rel = relpath::join(dir, &f.stat.name);
+    if let Some(id) = opts.prehashed.and_then(|p| p.vouch(&rel, &f.stat)) {
+        // Under the workspace lock (no sweep runs): the id may be used only if still stored.
+        if writer.stored(&id)? {
+            f.stat.id = id;
+            f.known = true;
+            return Ok(false);
+        }
+    }
     let abs = relpath::to_path(root, &rel);
     if f.stat.kind == EntryKind::Symlink {
         let target = match read_link(root, &abs, &rel) {
@@ -466,14 +478,6 @@ fn hash_one(
         f.stat.size = bytes.len() as u64;
         f.known = true;
         return Ok(false);
-    }
-    if let Some(id) = opts.prehashed.and_then(|p| p.vouch(&rel, &f.stat)) {
-        // Under the workspace lock (no sweep runs): the id may be used only if still stored.
-        if writer.stored(&id)? {
-            f.stat.id = id;
-            f.known = true;
-            return Ok(false);
-        }
     }
     // A file over the size cap, or met after the time budget ran out, is still covered when
     // it can be cloned: a clone reads nothing.

@@ -533,7 +533,10 @@ mod tests {
             .unwrap()
             .set_modified(mtime)
             .unwrap();
-        assert!(w.dirty().is_none(), "changed exclude rules mean a full scan");
+        assert!(
+            w.dirty().is_none(),
+            "changed exclude rules mean a full scan"
+        );
         std::fs::remove_file(&exclude).unwrap();
 
         let w = watching(root.path(), &dirs);

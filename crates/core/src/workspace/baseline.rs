@@ -177,12 +177,16 @@ impl Workspace {
             *self.prehashed.borrow_mut() = Some(run.prehashed);
             let recording = Instant::now();
             let captured = self.snapshot("baseline", progress);
-            self.prehashed.borrow_mut().take();
+            crate::base::trace::phase("baseline: recorded");
+            // (Freed on a thread of its own: a map of one small allocation per file.)
+            crate::base::drop_in_background(self.prehashed.borrow_mut().take());
             captured?;
             chunk = chunk.max(recording.elapsed() * RECORD_SHARE);
             report.captures += 1;
         }
+        crate::base::trace::phase("baseline: nothing left");
         report.remaining = self.baseline_todo_now(&HashSet::new()).len() as u64;
+        crate::base::drop_in_background(tried);
         Ok(report)
     }
 

@@ -421,7 +421,7 @@ impl Workspace {
 
     /// Captures the whole workspace and records it as a snapshot labelled `label`; anything
     /// changed since the last known state is recorded as an external epoch. Returns the capture
-    /// and the op-log position.
+    /// (its new stat cache kept in this handle, not in the capture) and the op-log position.
     pub fn snapshot(
         &self,
         label: &str,
@@ -439,7 +439,12 @@ impl Workspace {
         crate::base::failpoint::hit("capture-before-state");
         self.save_state(&mut found)?;
         crate::base::trace::phase("snapshot: state saved");
-        Ok((found.capture, pos))
+        let mut capture = found.capture;
+        if let Some(stamp) = found.stamp {
+            // Kept, not read again by what this process does next (a background baseline).
+            self.keep_state(stamp, std::mem::take(&mut capture.state), false);
+        }
+        Ok((capture, pos))
     }
 
     /// Every whole-tree capture, oldest first.
