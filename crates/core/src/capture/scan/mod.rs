@@ -52,7 +52,8 @@ pub struct Progress {
 pub(crate) struct WalkOptions<'a> {
     pub ignored: IgnoredPolicy,
     pub progress: Option<&'a Progress>,
-    /// Re-read only these directories; everything else is as the cache says.
+    /// Look again only at what a watcher saw: directories it says to re-read, entries it
+    /// named; everything else is as the cache says.
     pub dirty: Option<&'a crate::capture::watch::Dirty>,
     /// Watch every directory read, just before reading it.
     pub watch: Option<&'a crate::capture::watch::Watcher>,
@@ -77,9 +78,9 @@ pub(crate) struct Found {
 }
 
 /// Result of a walk: every directory's entries, sorted by name. With
-/// [`WalkOptions::dirty`], only the directories the walk entered (those re-read and their
-/// ancestors): every other directory is as the cache has it, unless an entered directory no
-/// longer lists it (see `capture::merged_state`).
+/// [`WalkOptions::dirty`], only the directories the walk entered (those re-read, those with
+/// named entries, and their ancestors): every other directory is as the cache has it, unless
+/// an entered directory no longer lists it (see `capture::merged_state`).
 pub(crate) struct Walk {
     pub dirs: HashMap<Vec<u8>, Vec<Found>>,
     /// The stamp of every directory whose listing was read (or reused) with one.
