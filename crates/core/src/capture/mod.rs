@@ -240,9 +240,11 @@ pub(crate) fn capture(
     // rest of the new state is the cache's, shared, so what follows costs O(entered).
     let partial = opts.dirty.is_some();
     if crate::base::trace::on() {
-        let read = walk.dirs.len().saturating_sub(trusted);
+        let watched = walk.watched;
+        let read = walk.dirs.len().saturating_sub(trusted + watched);
         crate::base::trace::phase(&format!(
-            "capture: walk ({read} directories read, {trusted} reused unread)"
+            "capture: walk ({read} directories read, {trusted} reused unread, \
+             {watched} as the watcher saw them)"
         ));
     }
     if unchanged(&walk, old, partial) {

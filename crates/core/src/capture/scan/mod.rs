@@ -92,6 +92,9 @@ pub(crate) struct Walk {
     pub warnings: Vec<String>,
     /// Directories whose cached listing was reused without reading them.
     pub trusted: usize,
+    /// Directories entered whose listing the watcher vouched for (only the entries it named,
+    /// if any, were looked at again).
+    pub watched: usize,
 }
 
 impl Walk {
@@ -123,6 +126,7 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
         stamps: Mutex::new(Vec::new()),
         same: Mutex::new(Vec::new()),
         trusted: AtomicU64::new(0),
+        watched: AtomicU64::new(0),
         warn: Mutex::new(warnings),
         unreadable: Mutex::new(Vec::new()),
     };
@@ -133,6 +137,7 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
         stamps,
         same,
         trusted,
+        watched,
         warn,
         unreadable,
         ..
@@ -157,6 +162,7 @@ pub(crate) fn walk(root: &Path, old: &State, opts: &WalkOptions) -> Walk {
         same,
         warnings: warn.into_inner().unwrap(),
         trusted: trusted.into_inner() as usize,
+        watched: watched.into_inner() as usize,
     }
 }
 
@@ -171,6 +177,7 @@ struct Shared<'s> {
     stamps: Mutex<Vec<(Vec<u8>, DirStamp)>>,
     same: Mutex<Vec<Vec<u8>>>,
     trusted: AtomicU64,
+    watched: AtomicU64,
     warn: Mutex<Vec<String>>,
     /// Directories that could not be listed and that the cache never knew.
     unreadable: Mutex<Vec<(Vec<u8>, String)>>,
@@ -217,6 +224,7 @@ fn walk_dir<'s>(
             }),
         };
         if let Some((found, stamp)) = known {
+            sh.watched.fetch_add(1, Ordering::Relaxed);
             for f in &found {
                 let child = relpath::join(&rel, &f.stat.name);
                 if f.stat.kind == EntryKind::Dir && dirty.enters(&child) {
