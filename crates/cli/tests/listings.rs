@@ -1,7 +1,7 @@
 //! A walk reuses the cached listing of a directory whose stamp vouches for it instead of
 //! reading it (`docs/format.md`, "Trusted directory listings"), and an `exec`, whose settle
-//! capture re-reads only what its watcher saw, leaves every directory with a stamp: the ones it
-//! did not read keep theirs, the ones it read get fresh ones. Checked on the real binary
+//! capture looks again only at what its watcher saw, leaves every directory with a stamp: the
+//! ones it did not read keep theirs, the ones it read get fresh ones. Checked on the real binary
 //! through `REWIND_TRACE`'s count of directories read and reused.
 
 use crate::common;
@@ -46,8 +46,8 @@ fn an_exec_leaves_every_listing_stamped() {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let o = env.cmd(&["init"]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    // A content change: no directory's mtime moves; the settle re-reads a/b, where the
-    // watcher saw it, and nothing else.
+    // A content change: no directory's mtime moves; the settle looks again at a/b/f, which
+    // the watcher named, and nothing else (a/b keeps its stamp).
     let o = env
         .cmd(&["-s", "S", "exec", "--", "sh", "-c", "echo y >> a/b/f"])
         .output()
@@ -61,10 +61,11 @@ fn an_exec_leaves_every_listing_stamped() {
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|n| n.parse().ok())
         .collect();
-    let [read, reused] = counts[..] else {
+    let [read, reused, watched] = counts[..] else {
         panic!("{walk}")
     };
     assert_eq!(read + reused, 4, "{walk}");
+    assert_eq!(watched, 0, "an opening capture has no watcher yet: {walk}");
     if trusted_here(&env) {
         // The root may be read: `init` marks it (its ctime moves) in the second of its
         // listing, and no capture since has saved a fresh stamp for a directory this small.
