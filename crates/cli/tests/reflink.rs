@@ -192,3 +192,51 @@ fn a_cloned_file_travels_through_a_remote_as_packed_content() {
     let again = target.push(&env);
     assert_eq!(again["clones_packed"], 0, "{again}");
 }
+
+/// The changes the newest epoch recorded.
+fn last_epoch_changes(env: &Env) -> u64 {
+    let log = json(env, "A", &["log"], 0);
+    let items = log["items"].as_array().unwrap();
+    let epoch = items
+        .iter()
+        .find(|i| i["type"] == "epoch")
+        .expect("an epoch");
+    epoch["changes"].as_u64().unwrap()
+}
+
+/// A large file touched, or rewritten in place with the same bytes, is not a change: its
+/// capture compares it with the clone its previous capture made and keeps that clone's id
+/// (a clone's id names a capture, so cloning it again would record a change that is none, and
+/// a new clone file). A real edit still is one.
+#[test]
+fn a_touched_or_same_bytes_cloned_file_is_not_a_change() {
+    let vol = ReflinkVolume::new(512);
+    let env = env_on(&vol);
+    let root = env.root();
+    let v1 = noise(4, 16 * MIB);
+    write(root, "data.bin", &v1);
+    init(&env);
+    assert_eq!(clone_files(&env), 1);
+
+    sh(&env, "A", "touch data.bin");
+    assert_eq!(last_epoch_changes(&env), 0, "touched only");
+    sh(
+        &env,
+        "A",
+        "cat data.bin > t.tmp && cat t.tmp > data.bin && rm t.tmp",
+    );
+    assert_eq!(last_epoch_changes(&env), 0, "the same bytes, new blocks");
+    assert_eq!(clone_files(&env), 1, "no second clone");
+
+    sh(
+        &env,
+        "A",
+        "printf x | dd of=data.bin bs=1 seek=5 conv=notrunc status=none",
+    );
+    assert_eq!(last_epoch_changes(&env), 1, "one byte changed");
+    assert_eq!(clone_files(&env), 2);
+    let o = run_s(&env, "A", &["undo"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(read(root, "data.bin") == v1);
+    fsck_clean(&env);
+}

@@ -4,6 +4,7 @@
 //! Cost is proportional to change: unchanged files are vouched for by the stat cache and never
 //! read; unchanged directories keep their cached tree id and are not re-encoded.
 
+mod hash;
 pub(crate) mod ignore_rules;
 pub(crate) mod prehash;
 pub mod scan;
@@ -14,9 +15,6 @@ pub(crate) mod watch;
 mod trusted_tests;
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,9 +25,9 @@ use rewind_store::{CommitStats, EntryKind, ObjectId, Store, Tree, TreeEntry, Wri
 
 use crate::config::IgnoredPolicy;
 use crate::fs::relpath;
-use crate::fs::root::RootDir;
 use crate::model::entry::{Change, Entry};
 use crate::Error;
+use hash::{hash_one, open_for_capture, HashCtx, Took};
 use scan::{Found, Progress, Walk, WalkOptions};
 use state::{StatEntry, State};
 
@@ -297,15 +295,25 @@ pub(crate) fn capture(
     let files_cloned = AtomicU64::new(0);
     let bytes_cloned = AtomicU64::new(0);
     let deferred = AtomicU64::new(0);
+    let ctx = HashCtx {
+        root,
+        writer: &writer,
+        opts,
+        hash_until,
+        old,
+        store,
+    };
     dirs.par_iter_mut().try_for_each(|(dir, entries)| {
         entries.par_iter_mut().try_for_each(|f| {
             if f.known || !matches!(f.stat.kind, EntryKind::File | EntryKind::Symlink) {
                 return Ok(());
             }
-            let cloned = hash_one(root, dir, f, &writer, opts, hash_until)?;
-            if cloned {
+            let took = hash_one(&ctx, dir, f)?;
+            if took == Took::Cloned {
                 files_cloned.fetch_add(1, Ordering::Relaxed);
                 bytes_cloned.fetch_add(f.stat.size, Ordering::Relaxed);
+            } else if took == Took::SameClone {
+                // Neither read nor cloned: the previous clone still holds its bytes.
             } else if f.stat.kind != EntryKind::Uncovered {
                 files_hashed.fetch_add(1, Ordering::Relaxed);
                 bytes_hashed.fetch_add(f.stat.size, Ordering::Relaxed);
@@ -440,145 +448,6 @@ fn unchanged(walk: &scan::Walk, old: &State, partial: bool) -> bool {
                     }
             })
     })
-}
-
-/// Makes `f` an uncovered entry (its content not captured), saying why.
-fn make_uncovered(f: &mut Found, reason: String) -> Result<(), Error> {
-    *f = scan::uncovered(std::mem::take(&mut f.stat.name), f.stat.size, reason);
-    Ok(())
-}
-
-/// Reads and stores the file or symlink `f` (in `dir`) and sets its id, or makes it uncovered
-/// when it cannot or may not be read. Returns whether its content was cloned (see
-/// `Writer::clone_file`) rather than read.
-fn hash_one(
-    root: &Path,
-    dir: &[u8],
-    f: &mut Found,
-    writer: &Writer,
-    opts: &CaptureOptions,
-    hash_until: Option<Instant>,
-) -> Result<bool, Error> {
-    let uncovered = |f: &mut Found, reason: String| make_uncovered(f, reason).map(|()| false);
-    let rel = relpath::join(dir, &f.stat.name);
-    if let Some(id) = opts.prehashed.and_then(|p| p.vouch(&rel, &f.stat)) {
-        // Under the workspace lock (no sweep runs): the id may be used only if still stored.
-        if writer.stored(&id)? {
-            f.stat.id = id;
-            f.known = true;
-            return Ok(false);
-        }
-    }
-    let abs = relpath::to_path(root, &rel);
-    if f.stat.kind == EntryKind::Symlink {
-        let target = match read_link(root, &abs, &rel) {
-            Ok(t) => t,
-            Err(e) => return uncovered(f, format!("cannot read link: {e}")),
-        };
-        let bytes = target.as_slice();
-        f.stat.id = writer.put_blob(bytes)?;
-        f.stat.size = bytes.len() as u64;
-        f.known = true;
-        return Ok(false);
-    }
-    // A file over the size cap, or met after the time budget ran out, is still covered when
-    // it can be cloned: a clone reads nothing.
-    let mut only_clone = None;
-    if f.stat.size > opts.max_file_size {
-        let max = opts.max_file_size;
-        only_clone = Some(format!("larger than capture.max_file_size ({max} bytes)"));
-    } else if let (Some(budget), Some(until)) = (opts.time_budget, hash_until) {
-        if Instant::now() > until {
-            let secs = budget.as_secs();
-            only_clone = Some(format!(
-                "{BUDGET_REASON} ({secs}s) ran out before this file"
-            ));
-        }
-    }
-    if let Some(reason) = only_clone
-        .as_ref()
-        .filter(|_| f.stat.size < rewind_store::CLONE_FROM)
-    {
-        return uncovered(f, reason.clone());
-    }
-    let mut file = match open_for_capture(root, &abs, &rel) {
-        Ok(file) => file,
-        Err(e) => return uncovered(f, format!("cannot open: {e}")),
-    };
-    let stored = match only_clone {
-        Some(reason) => match writer.clone_file(&file) {
-            Ok(Some((id, size))) => Ok((id, size, true)),
-            Ok(None) => return uncovered(f, reason),
-            Err(e) => Err(e),
-        },
-        None => writer.put_file(&mut file, f.stat.size),
-    };
-    let (id, size, cloned) = match stored {
-        Ok(r) => r,
-        Err(rewind_store::Error::Input(e)) => return uncovered(f, format!("cannot read: {e}")),
-        Err(e) => return Err(e.into()),
-    };
-    let cached_mtime = f.stat.mtime_ns;
-    f.stat.id = id;
-    f.stat.size = size;
-    f.known = true;
-    if let Some(p) = opts.progress {
-        p.files_hashed.fetch_add(1, Ordering::Relaxed);
-        p.bytes_hashed.fetch_add(size, Ordering::Relaxed);
-    }
-    // Changed while we read it: keep what we read, but make sure the next scan reads it again.
-    if let Ok(m) = file.metadata() {
-        let mtime = m.mtime() * 1_000_000_000 + m.mtime_nsec();
-        if m.size() != size || mtime != cached_mtime {
-            f.stat.mtime_ns = -1;
-        }
-    }
-    Ok(cloned)
-}
-
-/// Opens a file to read its content: never through a final symlink, never blocking on a FIFO
-/// swapped in since the walk, and without updating its access time where the kernel allows it
-/// (`O_NOATIME` needs the file's owner or CAP_FOWNER). A capture is not a use of the file:
-/// it should leave no trace on it, and at 100k files the atime updates are each an inode
-/// written to the journal (5 % of a first capture's samples in one profile).
-///
-/// A path longer than the kernel takes (`ENAMETOOLONG`: deeper than `PATH_MAX`) is opened by
-/// descriptors from the root instead, one component at a time.
-fn open_for_capture(root: &Path, abs: &Path, rel: &[u8]) -> std::io::Result<File> {
-    static NOATIME_REFUSED: std::sync::atomic::AtomicBool =
-        std::sync::atomic::AtomicBool::new(false);
-    let open = |extra: i32| {
-        let r = File::options()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | extra)
-            .open(abs);
-        match r {
-            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
-                RootDir::open(root)?.open_read_with(rel, extra)
-            }
-            r => r,
-        }
-    };
-    if !NOATIME_REFUSED.load(Ordering::Relaxed) {
-        match open(libc::O_NOATIME) {
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                NOATIME_REFUSED.store(true, Ordering::Relaxed);
-            }
-            r => return r,
-        }
-    }
-    open(0)
-}
-
-/// A symlink's text (never followed), by descriptors when the path is too long for the kernel.
-fn read_link(root: &Path, abs: &Path, rel: &[u8]) -> std::io::Result<Vec<u8>> {
-    match std::fs::read_link(abs) {
-        Ok(t) => Ok(t.into_os_string().into_vec()),
-        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
-            RootDir::open(root)?.read_link(rel)
-        }
-        Err(e) => Err(e),
-    }
 }
 
 fn tree_entry(s: &StatEntry) -> TreeEntry {
