@@ -19,9 +19,8 @@ use crate::fs::root::RootDir;
 use crate::Error;
 
 /// Makes `f` an uncovered entry (its content not captured), saying why.
-pub(super) fn make_uncovered(f: &mut Found, reason: String) -> Result<(), Error> {
+fn make_uncovered(f: &mut Found, reason: String) {
     *f = scan::uncovered(std::mem::take(&mut f.stat.name), f.stat.size, reason);
-    Ok(())
 }
 
 /// What hashing one entry needs besides the entry.
@@ -56,7 +55,10 @@ pub(super) fn hash_one(ctx: &HashCtx, dir: &[u8], f: &mut Found) -> Result<Took,
         hash_until,
         ..
     } = *ctx;
-    let uncovered = |f: &mut Found, reason: String| make_uncovered(f, reason).map(|()| Took::Read);
+    let uncovered = |f: &mut Found, reason: String| {
+        make_uncovered(f, reason);
+        Ok(Took::Read)
+    };
     let rel = relpath::join(dir, &f.stat.name);
     if let Some(id) = opts.prehashed.and_then(|p| p.vouch(&rel, &f.stat)) {
         // Under the workspace lock (no sweep runs): the id may be used only if still stored.
@@ -150,17 +152,21 @@ fn recheck(f: &mut Found, file: &File, size: u64, cached_mtime: i64) {
 /// blocks nothing is read. Any doubt (no clone, another size, an error) says no: the file is
 /// then captured as usual. Under the workspace lock, so no sweep removes the clone meanwhile.
 fn same_clone(ctx: &HashCtx, rel: &[u8], f: &Found, file: &File) -> Option<ObjectId> {
-    let prev = ctx.old.get(rel)?;
+    // Every clone holds at least `CLONE_FROM` bytes: smaller files cost no lookup.
     let size = f.stat.size;
-    if prev.kind != EntryKind::File || prev.size != size || size < rewind_store::CLONE_FROM {
+    if size < rewind_store::CLONE_FROM {
         return None;
     }
-    let Ok(Some(rewind_store::CloneContent::File(clone, clone_size))) =
-        ctx.store.clone_content(&prev.id)
+    let prev = ctx.old.get(rel)?;
+    if prev.kind != EntryKind::File || prev.size != size {
+        return None;
+    }
+    // (Opened, the clone file is checked to hold its record's size, which is `prev.size`.)
+    let Ok(Some(rewind_store::CloneContent::File(clone, _))) = ctx.store.clone_content(&prev.id)
     else {
         return None;
     };
-    let same = clone_size == size && rewind_store::same_content(file, &clone).ok()?;
+    let same = rewind_store::same_content(file, &clone).ok()?;
     same.then_some(prev.id)
 }
 

@@ -126,8 +126,8 @@ impl Workspace {
     }
 
     /// Every object the plan writes is present and verified (read and hashed; a clone: its
-    /// file there, whole), before the first byte is written under the root: a damaged store refuses the restore whole
-    /// instead of failing half-way through it.
+    /// file there at its record's length), before the first byte is written under the root: a
+    /// damaged store refuses the restore whole instead of failing half-way through it.
     fn verify_objects(&self, steps: &[Change]) -> Result<(), Error> {
         let mut bad = Vec::new();
         for s in steps {

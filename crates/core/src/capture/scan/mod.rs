@@ -214,14 +214,17 @@ fn walk_dir<'s>(
     if let Some(dirty) = opts.dirty {
         // Nothing happened here, or only to the entries the watcher named: the cache is the
         // rest of the listing. Enter only children below which something happened.
-        let known = match dirty.named(&rel) {
-            _ if dirty.reads(&rel) || !old.dirs.contains_key(&rel) => None,
-            None => Some((cached_found(cached), old.stamps.get(&rel).copied())),
-            // (A directory that cannot be opened now is read as usual, below.)
-            Some(named) => restat_named(&abs, old, named, &classify).map(|found| {
-                let stamp = old.stamps.get(&rel).filter(|_| !named.listing_changed);
-                (found, stamp.copied())
-            }),
+        let known = if dirty.reads(&rel) || !old.dirs.contains_key(&rel) {
+            None
+        } else {
+            match dirty.named(&rel) {
+                None => Some((cached_found(cached), old.stamps.get(&rel).copied())),
+                // (A directory that cannot be opened now is read as usual, below.)
+                Some(named) => restat_named(&abs, old, named, &classify).map(|found| {
+                    let stamp = old.stamps.get(&rel).filter(|_| !named.listing_changed);
+                    (found, stamp.copied())
+                }),
+            }
         };
         if let Some((found, stamp)) = known {
             sh.watched.fetch_add(1, Ordering::Relaxed);
