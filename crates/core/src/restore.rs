@@ -290,6 +290,14 @@ enum Target<'r> {
 }
 
 impl Target<'_> {
+    /// Files begun and waiting for the batch's flush.
+    fn waiting(&self) -> usize {
+        match self {
+            Target::OneByOne(_) => 0,
+            Target::Batched(b) => b.waiting(),
+        }
+    }
+
     fn lstat(&mut self, rel: &[u8]) -> io::Result<Present> {
         match self {
             Target::OneByOne(r) => r.lstat(rel),
@@ -358,6 +366,9 @@ pub fn apply(
     };
     // The steps whose files a batch has begun, in order, until its flush puts them in place.
     let mut begun: Vec<usize> = Vec::new();
+    // Batched file writes not begun yet: consecutive ones are begun together, on every core,
+    // before any other step changes the disk (so the order is as if one by one).
+    let mut queued: Vec<usize> = Vec::new();
     let after_step = opts.failpoints.after_step;
     let flush = |target: &mut Target, begun: &mut Vec<usize>, done: &mut Applied| {
         let Target::Batched(batch) = target else {
@@ -381,7 +392,67 @@ pub fn apply(
             }
         }
     };
+    // Step `i` failed: what was begun before goes in, so that every step before it is done;
+    // if that fails too, fewer are, but step `i`'s error is the one to report.
+    let stop = |target: &mut Target, begun: &mut Vec<usize>, done: &mut Applied, i, cause| {
+        let steps_done = match flush(target, begun, done) {
+            Ok(()) => i,
+            Err(flushed) => flushed.steps_done,
+        };
+        Interrupted { cause, steps_done }
+    };
     for (i, step) in plan.steps.iter().enumerate() {
+        let batched_write = matches!(target, Target::Batched(_))
+            && step.after.is_some_and(|t| t.kind == EntryKind::File);
+        // A file step is queued, unless a directory is in its way (removing it changes the
+        // disk, which must wait for the writes queued before).
+        if batched_write {
+            match target.lstat(&step.path) {
+                Ok(Present::Dir { .. }) => {}
+                Ok(_) => {
+                    if let Some(fp) = opts.failpoints.before_write {
+                        crate::base::failpoint::hit(fp);
+                    }
+                    queued.push(i);
+                    if queued.len() + target.waiting() >= Batch::FILES {
+                        begin_queued(
+                            &mut target,
+                            store,
+                            plan,
+                            &opts.given,
+                            &mut queued,
+                            &mut begun,
+                        )
+                        .map_err(|(j, e)| stop(&mut target, &mut begun, &mut done, j, e))?;
+                        flush(&mut target, &mut begun, &mut done)?;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    let cause = Error::io_rel("inspecting", &step.path)(e);
+                    let (j, cause) = begin_queued(
+                        &mut target,
+                        store,
+                        plan,
+                        &opts.given,
+                        &mut queued,
+                        &mut begun,
+                    )
+                    .err()
+                    .unwrap_or((i, cause));
+                    return Err(stop(&mut target, &mut begun, &mut done, j, cause));
+                }
+            }
+        }
+        begin_queued(
+            &mut target,
+            store,
+            plan,
+            &opts.given,
+            &mut queued,
+            &mut begun,
+        )
+        .map_err(|(j, e)| stop(&mut target, &mut begun, &mut done, j, e))?;
         match apply_step(
             &mut target,
             store,
@@ -392,20 +463,21 @@ pub fn apply(
         ) {
             Ok(StepDone::Now) => crate::base::failpoint::hit(after_step),
             Ok(StepDone::Begun) => begun.push(i),
-            Err(cause) => {
-                // What was begun before goes in, so that every step before this one is done;
-                // if that fails too, fewer are, but this step's error is the one to report.
-                let steps_done = match flush(&mut target, &mut begun, &mut done) {
-                    Ok(()) => i,
-                    Err(flushed) => flushed.steps_done,
-                };
-                return Err(Interrupted { cause, steps_done });
-            }
+            Err(cause) => return Err(stop(&mut target, &mut begun, &mut done, i, cause)),
         }
-        if matches!(&target, Target::Batched(b) if b.is_full()) {
+        if target.waiting() >= Batch::FILES {
             flush(&mut target, &mut begun, &mut done)?;
         }
     }
+    begin_queued(
+        &mut target,
+        store,
+        plan,
+        &opts.given,
+        &mut queued,
+        &mut begun,
+    )
+    .map_err(|(j, e)| stop(&mut target, &mut begun, &mut done, j, e))?;
     flush(&mut target, &mut begun, &mut done)?;
     // Deepest first, so a read-only directory is sealed after everything inside it.
     dir_modes.sort_by_key(|(p, _)| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));
@@ -426,6 +498,70 @@ pub fn apply(
             .map_err(interrupted)?;
     }
     Ok(done)
+}
+
+/// Begins the queued file writes of `plan` together (see [`Batch::begin_writes`]) and adds
+/// them to `begun`; an error names the step that failed (those before it are begun).
+fn begin_queued(
+    target: &mut Target,
+    store: &Store,
+    plan: &RestorePlan,
+    given: &BTreeMap<ObjectId, &[u8]>,
+    queued: &mut Vec<usize>,
+    begun: &mut Vec<usize>,
+) -> Result<(), (usize, Error)> {
+    let Target::Batched(batch) = target else {
+        return Ok(());
+    };
+    if queued.is_empty() {
+        return Ok(());
+    }
+    let steps = std::mem::take(queued);
+    let file = |i: usize| {
+        let s = &plan.steps[i];
+        (
+            s.path.as_slice(),
+            s.after.expect("a queued step writes a file"),
+        )
+    };
+    let files: Vec<(&[u8], u32)> = steps.iter().map(|&i| (file(i).0, file(i).1.mode)).collect();
+    let fill = |k: usize, f: &mut std::fs::File| {
+        let t = file(steps[k]).1;
+        fill_file(store, given.get(&t.id).copied(), &t, f)
+    };
+    // The store is read on several threads, unless this one holds its connection (they
+    // would wait for it forever).
+    let result = batch.begin_writes(&files, &fill, !store.db_held_here());
+    let ok = result.as_ref().err().map_or(steps.len(), |(k, _)| *k);
+    begun.extend_from_slice(&steps[..ok]);
+    result.map_err(|(k, e)| (steps[k], unwrap_store(e, files[k].0)))
+}
+
+/// Writes file `t`'s content into `f`: the bytes given, a clone of its cloned content (no bytes
+/// read or written), or its bytes from the store with their holes kept.
+fn fill_file(
+    store: &Store,
+    given: Option<&[u8]>,
+    t: &Entry,
+    f: &mut std::fs::File,
+) -> io::Result<()> {
+    match given {
+        Some(bytes) => io::Write::write_all(f, bytes),
+        None if t.size >= rewind_store::CLONE_FROM
+            && store
+                .clone_content_into(&t.id, f)
+                .map_err(io::Error::other)? =>
+        {
+            Ok(())
+        }
+        None => {
+            let mut out = SparseWriter::new(f);
+            store
+                .read_content(&t.id, &mut out)
+                .map_err(io::Error::other)?;
+            out.finish()
+        }
+    }
 }
 
 fn apply_step<'p>(
@@ -498,24 +634,7 @@ fn apply_step<'p>(
                 crate::base::failpoint::hit(fp);
             }
             let given = opts.given.get(&t.id).copied();
-            let mut fill = |f: &mut std::fs::File| match given {
-                Some(bytes) => io::Write::write_all(f, bytes),
-                // Cloned content is cloned back: no bytes read or written.
-                None if t.size >= rewind_store::CLONE_FROM
-                    && store
-                        .clone_content_into(&t.id, f)
-                        .map_err(io::Error::other)? =>
-                {
-                    Ok(())
-                }
-                None => {
-                    let mut out = SparseWriter::new(f);
-                    store
-                        .read_content(&t.id, &mut out)
-                        .map_err(io::Error::other)?;
-                    out.finish()
-                }
-            };
+            let mut fill = |f: &mut std::fs::File| fill_file(store, given, &t, f);
             match target {
                 Target::Batched(batch) => {
                     batch
@@ -649,3 +768,7 @@ pub fn flatten(store: &Store, id: ObjectId) -> Result<Vec<(Vec<u8>, Entry)>, Err
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "restore_tests.rs"]
+mod tests;

@@ -304,6 +304,11 @@ impl Index {
         self.conn.lock()
     }
 
+    /// Whether this thread holds the connection (see [`crate::Store::db_held_here`]).
+    pub(crate) fn conn_held_here(&self) -> bool {
+        self.conn.is_owned_by_current_thread()
+    }
+
     pub fn contains(&self, id: &ObjectId) -> Result<bool> {
         let conn = self.conn();
         let mut st = conn.prepare_cached(

@@ -382,6 +382,13 @@ impl Store {
         Db(self.index.conn())
     }
 
+    /// Whether this thread holds the connection ([`Store::db`]): then every store call from
+    /// another thread waits until it lets go, so work this thread waits for must not read the
+    /// store on other threads.
+    pub fn db_held_here(&self) -> bool {
+        self.index.conn_held_here()
+    }
+
     /// Asks for the WAL to be checkpointed and started over when the store closes unless it is
     /// nearly empty: for a process that just did slow work (a whole-tree capture), so that the
     /// quick ones after it (exact epochs) find a short WAL and rarely pay for the checkpoint.

@@ -202,7 +202,7 @@ impl<'r> Batch<'r> {
     }
 
     /// Writes `rel`'s new content (from `fill`) and mode under a temporary name beside it. It
-    /// goes in place at the next [`Batch::flush`]; call that when [`Batch::is_full`].
+    /// goes in place at the next [`Batch::flush`]; call that when [`Batch::FILES`] are [`Batch::waiting`].
     pub fn begin_write(
         &mut self,
         rel: &[u8],
@@ -210,21 +210,7 @@ impl<'r> Batch<'r> {
         fill: &mut dyn FnMut(&mut File) -> io::Result<()>,
     ) -> io::Result<()> {
         let (dir, up, _) = self.parent(rel)?;
-        let (tmp, mut file) = root::temp_file_at(dir.fd())?;
-        let written = (|| {
-            fill(&mut file)?;
-            io::Write::flush(&mut file)?;
-            // SAFETY: valid fd.
-            let rc = unsafe { libc::fchmod(file.as_raw_fd(), mode as libc::mode_t) };
-            if rc < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        })();
-        if let Err(e) = written {
-            let _ = root::unlink_at(dir.fd(), &tmp);
-            return Err(e);
-        }
+        let (tmp, file) = new_temp_file(&dir, mode, fill)?;
         self.pending.push(Pending {
             dir,
             dir_path: up.to_vec(),
@@ -235,9 +221,71 @@ impl<'r> Batch<'r> {
         Ok(())
     }
 
-    /// Whether [`Batch::FILES`] new files wait: time to [`Batch::flush`].
-    pub fn is_full(&self) -> bool {
-        self.pending.len() >= Self::FILES
+    /// Begins the writes of `files` (path and mode each) at once: their parents are opened in
+    /// order, then each temporary file is created, filled by `fill(i, file)` and given its mode
+    /// on every core (creating and writing files is mostly the kernel's work, which several
+    /// threads share). They go in place at the next [`Batch::flush`], in `files`' order, as if
+    /// begun one by one. On an error, the files before the first that failed are begun and the
+    /// rest are not: their temporary files are removed; the error says which file failed.
+    /// `parallel: false` fills them all on this thread (when `fill` needs something this
+    /// thread holds).
+    pub fn begin_writes(
+        &mut self,
+        files: &[(&[u8], u32)],
+        fill: &(dyn Fn(usize, &mut File) -> io::Result<()> + Sync),
+        parallel: bool,
+    ) -> Result<(), (usize, io::Error)> {
+        let mut parents = Vec::with_capacity(files.len());
+        let mut failed = None;
+        for (i, (rel, _)) in files.iter().enumerate() {
+            match self.parent(rel) {
+                Ok((dir, up, _)) => parents.push((dir, up)),
+                Err(e) => {
+                    failed = Some((i, e));
+                    break;
+                }
+            }
+        }
+        let make = |(i, (dir, _)): (usize, &(Dir<'r>, &[u8]))| {
+            new_temp_file(dir, files[i].1, &mut |f| fill(i, f))
+        };
+        let made: Vec<io::Result<(Vec<u8>, File)>> = if parallel {
+            use rayon::prelude::*;
+            parents.par_iter().enumerate().map(make).collect()
+        } else {
+            parents.iter().enumerate().map(make).collect()
+        };
+        let mut made = made.into_iter().zip(parents).enumerate();
+        for (i, (file, (dir, up))) in made.by_ref() {
+            match file {
+                Ok((tmp, file)) => self.pending.push(Pending {
+                    dir,
+                    dir_path: up.to_vec(),
+                    tmp,
+                    path: files[i].0.to_vec(),
+                    file,
+                }),
+                Err(e) => {
+                    failed = Some((i, e));
+                    break;
+                }
+            }
+        }
+        // Made after the first failure: not begun.
+        for (_, (file, (dir, _))) in made {
+            if let Ok((tmp, _)) = file {
+                let _ = root::unlink_at(dir.fd(), &tmp);
+            }
+        }
+        match failed {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+
+    /// How many begun files wait for [`Batch::flush`]; flush from [`Batch::FILES`].
+    pub fn waiting(&self) -> usize {
+        self.pending.len()
     }
 
     /// Puts every begun file in place: flushes their contents (when durable) together, then
@@ -314,6 +362,32 @@ impl<'r> Batch<'r> {
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
         discard(std::mem::take(&mut self.pending));
+    }
+}
+
+/// A new temporary file in `dir`, filled by `fill` and given `mode`; removed again on an error.
+fn new_temp_file(
+    dir: &Dir<'_>,
+    mode: u32,
+    fill: &mut dyn FnMut(&mut File) -> io::Result<()>,
+) -> io::Result<(Vec<u8>, File)> {
+    let (tmp, mut file) = root::temp_file_at(dir.fd())?;
+    let written = (|| {
+        fill(&mut file)?;
+        io::Write::flush(&mut file)?;
+        // SAFETY: valid fd.
+        let rc = unsafe { libc::fchmod(file.as_raw_fd(), mode as libc::mode_t) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    })();
+    match written {
+        Ok(()) => Ok((tmp, file)),
+        Err(e) => {
+            let _ = root::unlink_at(dir.fd(), &tmp);
+            Err(e)
+        }
     }
 }
 
@@ -469,6 +543,92 @@ mod tests {
             assert_eq!(std::fs::read(t.path().join(&rel)).unwrap(), rel.as_bytes());
         }
         assert_eq!(std::fs::read_dir(t.path().join("d")).unwrap().count(), n);
+    }
+
+    /// Writes begun together go in place in their given order, each with its own content and
+    /// mode, however the threads that filled them were scheduled.
+    #[test]
+    fn writes_begun_together_go_in_place_in_order() {
+        let t = tempfile::tempdir().unwrap();
+        for d in ["a", "b"] {
+            std::fs::create_dir(t.path().join(d)).unwrap();
+        }
+        let root = RootDir::open(t.path()).unwrap();
+        let mut b = Batch::new(&root, true);
+        let rels: Vec<String> = (0..100)
+            .map(|i| format!("{}/f{i}", ["a", "b"][i % 2]))
+            .collect();
+        let files: Vec<(&[u8], u32)> = rels
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.as_bytes(), if i % 3 == 0 { 0o600 } else { 0o644 }))
+            .collect();
+        b.begin_writes(
+            &files,
+            &|i, f| io::Write::write_all(f, rels[i].as_bytes()),
+            true,
+        )
+        .unwrap();
+        assert_eq!(b.waiting(), 100);
+        let done = b.flush(&mut || {}).unwrap();
+        let order: Vec<&[u8]> = done.iter().map(|(p, _)| p.as_slice()).collect();
+        assert_eq!(order, files.iter().map(|f| f.0).collect::<Vec<_>>());
+        b.finish().unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for (rel, mode) in &files {
+            let path = t.path().join(std::str::from_utf8(rel).unwrap());
+            assert_eq!(std::fs::read(&path).unwrap(), *rel);
+            let got = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(got & 0o777, *mode);
+        }
+        let n = |d| std::fs::read_dir(t.path().join(d)).unwrap().count();
+        assert_eq!((n("a"), n("b")), (50, 50), "no temporary file left");
+    }
+
+    /// When one of the writes begun together fails, the ones before it are begun and go in at
+    /// the flush, and nothing of it or of the ones after it is left on the disk; a missing
+    /// parent directory stops the writes at that file the same way.
+    #[test]
+    fn a_failed_write_among_writes_begun_together_begins_only_the_ones_before_it() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("d")).unwrap();
+        let root = RootDir::open(t.path()).unwrap();
+        let mut b = Batch::new(&root, true);
+        let rels: Vec<String> = (0..20).map(|i| format!("d/f{i:02}")).collect();
+        let files: Vec<(&[u8], u32)> = rels.iter().map(|r| (r.as_bytes(), 0o644)).collect();
+        let err = b
+            .begin_writes(
+                &files,
+                &|i, f| {
+                    io::Write::write_all(f, b"partial")?;
+                    if i == 7 {
+                        return Err(io::Error::other("no such object"));
+                    }
+                    Ok(())
+                },
+                true,
+            )
+            .unwrap_err();
+        assert_eq!(err.0, 7, "{}", err.1);
+        assert_eq!(b.waiting(), 7);
+        let done = b.flush(&mut || {}).unwrap();
+        assert_eq!(done.len(), 7);
+        let mut names: Vec<String> = std::fs::read_dir(t.path().join("d"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, rels[..7].iter().map(|r| &r[2..]).collect::<Vec<_>>());
+
+        let files: Vec<(&[u8], u32)> =
+            vec![(b"d/g", 0o644), (b"missing/g", 0o644), (b"d/h", 0o644)];
+        let err = b
+            .begin_writes(&files, &|_, f| io::Write::write_all(f, b"x"), false)
+            .unwrap_err();
+        assert_eq!((err.0, err.1.kind()), (1, io::ErrorKind::NotFound));
+        assert_eq!(b.flush(&mut || {}).unwrap().len(), 1);
+        b.finish().unwrap();
+        assert_eq!(std::fs::read_dir(t.path().join("d")).unwrap().count(), 8);
     }
 
     #[test]

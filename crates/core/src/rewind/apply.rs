@@ -178,13 +178,17 @@ impl Workspace {
     /// command calls this first, under the lock.
     pub(crate) fn recover_locked(&self) -> Result<Recovered, Error> {
         let mut rec = Recovered::default();
-        for epoch in journal::in_state(&self.db(), JournalState::Applying)? {
+        // Listed first: a `for` over `in_state(&self.db(), …)` would hold the connection for
+        // the whole loop, and a restore reads the store on several threads.
+        let applying = journal::in_state(&self.db(), JournalState::Applying)?;
+        for epoch in applying {
             let left = self.apply_journal(&epoch)?;
             rec.left.extend(left);
             rec.restores.push(epoch);
         }
         // A failed restore whose rollback was interrupted is rolled back, never forward.
-        for epoch in journal::in_state(&self.db(), JournalState::RollingBack)? {
+        let rolling_back = journal::in_state(&self.db(), JournalState::RollingBack)?;
+        for epoch in rolling_back {
             self.roll_back_journal(&epoch)?;
             rec.rolled_back.push(epoch);
         }
