@@ -238,3 +238,40 @@ fn a_file_changed_between_the_hash_and_the_record_is_not_recorded_stale() {
     files[0].1 = new;
     restores(&env, &files);
 }
+
+/// Covering a file is not a change of it, but what happened to a deferred file meanwhile is:
+/// a deferred file deleted before the run records is recorded as deleted (one change), and the
+/// other files, now covered, get no change row.
+#[test]
+fn covering_records_no_change_but_a_deleted_deferred_file_is_one() {
+    let env = Env::new();
+    let (held, files) = deferred_while_a_run_holds_the_lock(&env, 9);
+    let epochs = |env: &Env| -> Vec<serde_json::Value> {
+        let log = json(env, "S", &["log", "--limit", "1000"], 0);
+        log["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "epoch")
+            .cloned()
+            .collect()
+    };
+    let before: Vec<String> = epochs(&env)
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    let gone = &files[3].0;
+    std::fs::remove_file(env.root().join(gone)).unwrap();
+    drop(held);
+    budget(&env, None);
+    let r = json(&env, "S", &["baseline"], 0);
+    assert_eq!(r["remaining"], 0, "{r}");
+    assert!(uncovered(&env).is_empty());
+    let new: Vec<serde_json::Value> = epochs(&env)
+        .into_iter()
+        .filter(|e| !before.contains(&e["id"].as_str().unwrap().to_string()))
+        .collect();
+    let rows: u64 = new.iter().map(|e| e["changes"].as_u64().unwrap()).sum();
+    assert_eq!(rows, 1, "only the deletion is a change: {new:?}");
+    restores(&env, &files[4..]);
+}

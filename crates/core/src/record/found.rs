@@ -117,6 +117,8 @@ impl Workspace {
             None
         };
         let after_pos = if old.is_empty() { 0 } else { old.pos };
+        let covering = self.prehashed.borrow().is_some();
+        let is_uncovered = |e: &Option<Entry>| e.is_some_and(|e| e.kind == EntryKind::Uncovered);
         let mut candidates: BTreeMap<Vec<u8>, Option<Entry>> = BTreeMap::new();
         match &baseline {
             Some(base) => {
@@ -137,6 +139,16 @@ impl Workspace {
             }
             None => {
                 for c in &capture.changes {
+                    // A background baseline covering a file: no change (see below), so not a
+                    // candidate, unless the op log has a row of it after the cache (added
+                    // back from those rows below, with this same cached entry). At 280k
+                    // covered files, copying their paths here was most of the attribution.
+                    if covering
+                        && is_uncovered(&c.before)
+                        && c.after.is_some_and(|a| a.kind != EntryKind::Uncovered)
+                    {
+                        continue;
+                    }
                     candidates.insert(c.path.clone(), c.before);
                 }
             }
@@ -160,8 +172,6 @@ impl Workspace {
             .map(|r| (r.change.path.as_slice(), r))
             .collect();
         let pending = self.pending_paths()?;
-        let covering = self.prehashed.borrow().is_some();
-        let is_uncovered = |e: &Option<Entry>| e.is_some_and(|e| e.kind == EntryKind::Uncovered);
         // A path that appears now, was absent as far as the op log knows, and was born before
         // the previous capture was one that capture could not see (ignored then, or inside an
         // unreadable directory): "existed, uncaptured", never "created", so no rewind deletes it.
