@@ -401,6 +401,15 @@ pub fn apply(
         };
         Interrupted { cause, steps_done }
     };
+    // A guarded write's contents (only ever given without a batch); queued writes read them.
+    let given = std::mem::take(&mut opts.given);
+    let begin = |target: &mut Target,
+                 queued: &mut Vec<usize>,
+                 begun: &mut Vec<usize>,
+                 done: &mut Applied| {
+        begin_queued(target, store, plan, &given, queued, begun)
+            .map_err(|(j, e)| stop(target, begun, done, j, e))
+    };
     for (i, step) in plan.steps.iter().enumerate() {
         let batched_write = matches!(target, Target::Batched(_))
             && step.after.is_some_and(|t| t.kind == EntryKind::File);
@@ -415,48 +424,24 @@ pub fn apply(
                     }
                     queued.push(i);
                     if queued.len() + target.waiting() >= Batch::FILES {
-                        begin_queued(
-                            &mut target,
-                            store,
-                            plan,
-                            &opts.given,
-                            &mut queued,
-                            &mut begun,
-                        )
-                        .map_err(|(j, e)| stop(&mut target, &mut begun, &mut done, j, e))?;
+                        begin(&mut target, &mut queued, &mut begun, &mut done)?;
                         flush(&mut target, &mut begun, &mut done)?;
                     }
                     continue;
                 }
                 Err(e) => {
                     let cause = Error::io_rel("inspecting", &step.path)(e);
-                    let (j, cause) = begin_queued(
-                        &mut target,
-                        store,
-                        plan,
-                        &opts.given,
-                        &mut queued,
-                        &mut begun,
-                    )
-                    .err()
-                    .unwrap_or((i, cause));
-                    return Err(stop(&mut target, &mut begun, &mut done, j, cause));
+                    begin(&mut target, &mut queued, &mut begun, &mut done)?;
+                    return Err(stop(&mut target, &mut begun, &mut done, i, cause));
                 }
             }
         }
-        begin_queued(
-            &mut target,
-            store,
-            plan,
-            &opts.given,
-            &mut queued,
-            &mut begun,
-        )
-        .map_err(|(j, e)| stop(&mut target, &mut begun, &mut done, j, e))?;
+        begin(&mut target, &mut queued, &mut begun, &mut done)?;
         match apply_step(
             &mut target,
             store,
             step,
+            &given,
             &mut opts,
             &mut done,
             &mut dir_modes,
@@ -469,15 +454,7 @@ pub fn apply(
             flush(&mut target, &mut begun, &mut done)?;
         }
     }
-    begin_queued(
-        &mut target,
-        store,
-        plan,
-        &opts.given,
-        &mut queued,
-        &mut begun,
-    )
-    .map_err(|(j, e)| stop(&mut target, &mut begun, &mut done, j, e))?;
+    begin(&mut target, &mut queued, &mut begun, &mut done)?;
     flush(&mut target, &mut begun, &mut done)?;
     // Deepest first, so a read-only directory is sealed after everything inside it.
     dir_modes.sort_by_key(|(p, _)| std::cmp::Reverse(p.iter().filter(|b| **b == b'/').count()));
@@ -568,6 +545,7 @@ fn apply_step<'p>(
     target: &mut Target,
     store: &Store,
     step: &'p Change,
+    given: &BTreeMap<ObjectId, &[u8]>,
     opts: &mut ApplyOptions<'_>,
     done: &mut Applied,
     dir_modes: &mut Vec<(&'p [u8], u32)>,
@@ -633,7 +611,7 @@ fn apply_step<'p>(
             if let Some(fp) = opts.failpoints.before_write {
                 crate::base::failpoint::hit(fp);
             }
-            let given = opts.given.get(&t.id).copied();
+            let given = given.get(&t.id).copied();
             let mut fill = |f: &mut std::fs::File| fill_file(store, given, &t, f);
             match target {
                 Target::Batched(batch) => {
