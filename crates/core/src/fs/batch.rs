@@ -9,9 +9,10 @@
 //!   `O_NOFOLLOW | O_DIRECTORY`, but once per batch: the descriptors are kept (a bounded
 //!   number) and forgotten when the batch itself removes that directory.
 //! * **A file's new content is durable before its name points at it.** New contents are
-//!   written under temporary names beside their targets, [`Batch::FILES`] at a time; then all
-//!   of them are flushed together, and only then renamed into place, in the order they were
-//!   begun.
+//!   written under temporary names beside their targets, [`Batch::FILES`] at a time (created
+//!   and filled on every core when begun together, [`Batch::begin_writes`]: creating a file is
+//!   mostly the kernel's work); then all of them are flushed together, and only then renamed
+//!   into place, in the order they were begun.
 //! * **Every name change is durable before the caller records it.** [`Batch::finish`] flushes
 //!   each directory that gained, lost or replaced a name, once, after the last rename.
 //!
