@@ -3,8 +3,8 @@
 //! exactly at the step that failed.
 
 use super::*;
-use crate::fs::root::TEMP_PREFIX;
 use rewind_store::{ObjectKind, StoreConfig};
+use rewind_testutil::tree::{read_tree, Node};
 
 fn file(id: ObjectId, size: u64) -> Option<Entry> {
     Some(Entry {
@@ -13,19 +13,6 @@ fn file(id: ObjectId, size: u64) -> Option<Entry> {
         size,
         id,
     })
-}
-
-fn walk(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name().into_string().unwrap();
-        out.push(name.clone());
-        if e.file_type().unwrap().is_dir() {
-            out.extend(walk(&e.path()).into_iter().map(|n| format!("{name}/{n}")));
-        }
-    }
-    out
 }
 
 /// 300 file writes (more than two batches' worth) with a directory made between them: the file
@@ -90,15 +77,26 @@ fn batched_writes_keep_the_plan_order_and_stop_at_the_failed_step() {
     };
     let err = apply(&root, &store, &plan, ApplyOptions::from_store()).unwrap_err();
     assert_eq!(err.steps_done, 252, "{}", err.cause);
-    assert_eq!(std::fs::read_to_string(ws.join("made/x")).unwrap(), "new 0");
-    for i in 0..300 {
-        let want = if i < 250 { "new" } else { "old" };
-        let got = std::fs::read_to_string(ws.join(path(i))).unwrap();
-        assert_eq!(got, format!("{want} {i}"), "{}", path(i));
-    }
-    let temps: Vec<String> = walk(&ws)
-        .into_iter()
-        .filter(|n| n.rsplit('/').next().unwrap().starts_with(TEMP_PREFIX))
+    // Exactly these files, with these contents, and nothing else (no temporary file).
+    let mut want: Vec<(String, String)> = (0..300)
+        .map(|i| {
+            (
+                path(i),
+                format!("{} {i}", if i < 250 { "new" } else { "old" }),
+            )
+        })
         .collect();
-    assert!(temps.is_empty(), "{temps:?}");
+    want.push(("made/x".into(), "new 0".into()));
+    want.sort();
+    let got: Vec<(String, String)> = read_tree(&ws)
+        .into_iter()
+        .filter_map(|(p, n)| match n {
+            Node::File { data, .. } => Some((
+                String::from_utf8(p).unwrap(),
+                String::from_utf8(data).unwrap(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, want);
 }

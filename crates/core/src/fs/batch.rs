@@ -203,7 +203,8 @@ impl<'r> Batch<'r> {
     }
 
     /// Writes `rel`'s new content (from `fill`) and mode under a temporary name beside it. It
-    /// goes in place at the next [`Batch::flush`]; call that when [`Batch::FILES`] are [`Batch::waiting`].
+    /// goes in place at the next [`Batch::flush`], due once [`Batch::waiting`] reaches
+    /// [`Batch::FILES`].
     pub fn begin_write(
         &mut self,
         rel: &[u8],
