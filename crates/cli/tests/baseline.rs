@@ -215,12 +215,14 @@ fn a_file_changed_between_the_hash_and_the_record_is_not_recorded_stale() {
         .unwrap();
     let mut trace = BufReader::new(run.stderr.take().unwrap());
     let mut line = String::new();
+    let mut seen = String::new();
     while !line.contains("baseline: stored it") {
         line.clear();
-        assert!(
-            trace.read_line(&mut line).unwrap() > 0,
-            "the run ended early"
-        );
+        if trace.read_line(&mut line).unwrap() == 0 {
+            let o = run.wait_with_output().unwrap();
+            panic!("the run ended early: {}\n{seen}{}", o.status, text(&o));
+        }
+        seen.push_str(&line);
     }
     let changed = &files[0].0;
     let new = noise(99, 8 << 10);
