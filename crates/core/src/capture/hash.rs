@@ -59,8 +59,7 @@ pub(super) fn hash_one(ctx: &HashCtx, dir: &[u8], f: &mut Found) -> Result<Took,
         make_uncovered(f, reason);
         Ok(Took::Read)
     };
-    let rel = relpath::join(dir, &f.stat.name);
-    if let Some(id) = opts.prehashed.and_then(|p| p.vouch(&rel, &f.stat)) {
+    if let Some(id) = opts.prehashed.and_then(|p| p.vouch(dir, &f.stat)) {
         // Under the workspace lock (no sweep runs): the id may be used only if still stored.
         if writer.stored(&id)? {
             f.stat.id = id;
@@ -68,6 +67,7 @@ pub(super) fn hash_one(ctx: &HashCtx, dir: &[u8], f: &mut Found) -> Result<Took,
             return Ok(Took::Read);
         }
     }
+    let rel = relpath::join(dir, &f.stat.name);
     let abs = relpath::to_path(root, &rel);
     if f.stat.kind == EntryKind::Symlink {
         let target = match read_link(root, &abs, &rel) {

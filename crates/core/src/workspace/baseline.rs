@@ -22,7 +22,6 @@
 //! another run; a run killed in step 3 is a capture killed like any other. One run at a time:
 //! `baseline.lock`, held for the whole run, is taken without waiting.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -30,7 +29,7 @@ use std::time::{Duration, Instant};
 use rewind_store::EntryKind;
 use serde::Serialize;
 
-use crate::capture::prehash;
+use crate::capture::prehash::{self, Tried};
 use crate::capture::scan::Progress;
 use crate::capture::state::State;
 use crate::fs::relpath;
@@ -98,12 +97,12 @@ impl Workspace {
         }
         Some(BaselineProgress {
             running,
-            remaining: self.baseline_todo(state, &HashSet::new()).len() as u64,
+            remaining: self.baseline_todo(state, &Tried::default()).len() as u64,
         })
     }
 
     /// The stat cache's uncovered paths within the size cap, less `tried`.
-    fn baseline_todo(&self, state: &State, tried: &HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
+    fn baseline_todo(&self, state: &State, tried: &Tried) -> Vec<Vec<u8>> {
         let max = self.config.capture.max_file_size();
         let mut todo: Vec<Vec<u8>> = state
             .dirs
@@ -112,9 +111,9 @@ impl Workspace {
                 entries
                     .iter()
                     .filter(|e| e.kind == EntryKind::Uncovered && e.size <= max)
+                    .filter(|e| !tried.contains(dir, &e.name))
                     .map(move |e| relpath::join(dir, &e.name))
             })
-            .filter(|p| !tried.contains(p))
             .collect();
         todo.sort_unstable();
         todo
@@ -143,7 +142,7 @@ impl Workspace {
 
     fn baseline_chunks(&self, progress: Option<&Progress>) -> Result<BaselineReport, Error> {
         let mut report = BaselineReport::default();
-        let mut tried: HashSet<Vec<u8>> = HashSet::new();
+        let mut tried = Tried::default();
         let mut chunk = CHUNK_MIN;
         loop {
             let mut todo = self.baseline_todo_now(&tried);
@@ -185,14 +184,14 @@ impl Workspace {
             report.captures += 1;
         }
         crate::base::trace::phase("baseline: nothing left");
-        report.remaining = self.baseline_todo_now(&HashSet::new()).len() as u64;
+        report.remaining = self.baseline_todo_now(&Tried::default()).len() as u64;
         crate::base::drop_in_background(tried);
         Ok(report)
     }
 
     /// [`Workspace::baseline_todo`] of the stat cache as it is now (read without the lock: it
     /// is replaced whole).
-    fn baseline_todo_now(&self, tried: &HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
+    fn baseline_todo_now(&self, tried: &Tried) -> Vec<Vec<u8>> {
         // The cache this process kept, if the file is still the one it was made from.
         self.peek_state(|state| self.baseline_todo(state, tried))
     }
