@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::capture::prehash::{self, Tried};
 use crate::capture::scan::Progress;
-use crate::capture::state::State;
+use crate::capture::state::{StatEntry, State};
 use crate::fs::relpath;
 use crate::workspace::{lock, Workspace};
 use crate::Error;
@@ -97,26 +97,38 @@ impl Workspace {
         }
         Some(BaselineProgress {
             running,
-            remaining: self.baseline_todo(state, &Tried::default()).len() as u64,
+            remaining: self.baseline_left(state),
         })
     }
 
-    /// The stat cache's uncovered paths within the size cap, less `tried`.
+    /// The stat cache's uncovered paths within the size cap, less `tried`: directory by
+    /// directory in the order of their paths, each directory's names in order. (Not one sort
+    /// of all the paths: 280,000 of them took 30-40 ms; a directory's files together is what
+    /// the reads and the grouping in `prehash` want.)
     fn baseline_todo(&self, state: &State, tried: &Tried) -> Vec<Vec<u8>> {
-        let max = self.config.capture.max_file_size();
-        let mut todo: Vec<Vec<u8>> = state
-            .dirs
-            .iter()
+        let mut dirs: Vec<_> = state.dirs.iter().collect();
+        dirs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        dirs.into_iter()
             .flat_map(|(dir, entries)| {
-                entries
-                    .iter()
-                    .filter(|e| e.kind == EntryKind::Uncovered && e.size <= max)
+                self.left_in(entries)
                     .filter(|e| !tried.contains(dir, &e.name))
                     .map(move |e| relpath::join(dir, &e.name))
             })
-            .collect();
-        todo.sort_unstable();
-        todo
+            .collect()
+    }
+
+    /// How many files [`Workspace::baseline_todo`] lists when nothing was tried.
+    fn baseline_left(&self, state: &State) -> u64 {
+        let n: usize = state.dirs.values().map(|e| self.left_in(e).count()).sum();
+        n as u64
+    }
+
+    /// The uncovered entries within the size cap of one cached listing.
+    fn left_in<'e>(&self, entries: &'e [StatEntry]) -> impl Iterator<Item = &'e StatEntry> {
+        let max = self.config.capture.max_file_size();
+        entries
+            .iter()
+            .filter(move |e| e.kind == EntryKind::Uncovered && e.size <= max)
     }
 
     /// Hashes every file the stat cache has uncovered within the size cap and records them,
@@ -184,7 +196,8 @@ impl Workspace {
             report.captures += 1;
         }
         crate::base::trace::phase("baseline: nothing left");
-        report.remaining = self.baseline_todo_now(&Tried::default()).len() as u64;
+        report.remaining = self.peek_state(|state| self.baseline_left(state));
+        crate::base::trace::phase("baseline: remaining counted");
         crate::base::drop_in_background(tried);
         Ok(report)
     }
