@@ -59,8 +59,11 @@ fn hold_baseline_lock(env: &Env) -> File {
 /// Waits until no `rewind baseline --background` of this workspace runs (the one a command
 /// started gives way while the test holds the lock; it must be gone before the test lets go).
 /// `spawn` returns after the child's `exec`, so a run a finished command started is visible.
+/// (A command starts it with `-C` and its own canonical directory, which is not the path the
+/// test has when the temporary directory is reached through a symlink.)
 fn wait_for_background_runs(env: &Env) {
-    let root = env.root().to_str().unwrap().as_bytes().to_vec();
+    let canonical = std::fs::canonicalize(env.root()).unwrap();
+    let root = canonical.to_str().unwrap().as_bytes().to_vec();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let running = std::fs::read_dir("/proc")
