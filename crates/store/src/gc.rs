@@ -536,6 +536,13 @@ impl Store {
                     [],
                 )?;
             }
+            // Counted with the rows it removes: a reader that sees the same count later knows
+            // that every id indexed before it read the count is still indexed.
+            conn.execute(
+                "INSERT INTO store_meta (key, value) VALUES ('sweeps', '1') \
+                 ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+                [],
+            )?;
             Ok(())
         })();
         match result {

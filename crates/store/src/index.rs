@@ -580,6 +580,21 @@ impl Index {
     }
 }
 
+/// How many sweeps have removed index rows (`store_meta` key `sweeps`; none yet: 0).
+pub(crate) fn sweeps(conn: &Connection) -> Result<u64> {
+    let v: Option<String> = conn
+        .query_row(
+            "SELECT value FROM store_meta WHERE key = 'sweeps'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    v.map_or(Ok(0), |v| {
+        v.parse()
+            .map_err(|_| Error::Format(format!("store_meta sweeps is not a count: {v:?}")))
+    })
+}
+
 fn schema_version(conn: &Connection) -> Result<Option<String>> {
     match conn.query_row(
         "SELECT value FROM store_meta WHERE key = 'schema_version'",

@@ -396,6 +396,13 @@ impl Store {
         self.index.checkpoint_wal_on_close();
     }
 
+    /// How many garbage-collection sweeps have removed objects from the index, ever: while it
+    /// stays the same, every object indexed before it was read is still indexed (a sweep
+    /// counts itself in the transaction that removes the rows; nothing else removes any).
+    pub fn sweeps(&self) -> Result<u64> {
+        index::sweeps(&self.index.conn())
+    }
+
     /// The directory holding the pack files.
     pub fn packs_dir(&self) -> &Path {
         &self.packs_dir

@@ -292,6 +292,11 @@ impl<'s> Writer<'s> {
         }
     }
 
+    /// The store this writer writes to.
+    pub fn store(&self) -> &'s Store {
+        self.store
+    }
+
     /// Whether `id` is stored (committed by anyone), answered as this writer's dedup answers
     /// it (see [`Writer::indexed`]). For a caller that has an id it did not just put: content
     /// hashed ahead by another writer (a capture's background baseline), to be referred to

@@ -37,11 +37,18 @@ fn a_mostly_dead_pack_is_rewritten_and_dead_objects_go() {
     let (t, live, dead, live_inline, dead_inline) = setup();
     let keep: HashSet<ObjectId> = [live, live_inline].into_iter().collect();
     let before = t.pack_files();
+    assert_eq!(
+        t.store.sweeps().unwrap(),
+        0,
+        "writers' commits are not sweeps"
+    );
     let mut plan = t.store.plan_sweep(&keep, false).unwrap();
     assert_eq!(plan.stats.objects_removed, 2, "{:?}", plan.stats);
     assert!(plan.stats.bytes_freed > 300_000, "{:?}", plan.stats);
     t.store.repack(&mut plan).unwrap();
+    assert_eq!(t.store.sweeps().unwrap(), 0, "counted when the rows go");
     t.store.commit_sweep(&plan).unwrap();
+    assert_eq!(t.store.sweeps().unwrap(), 1, "the sweep that removed rows");
     let stats = t.store.finish_sweep(plan, &|| {}).unwrap();
     assert_eq!(stats.packs_deleted, 1, "{stats:?}");
     assert_eq!(stats.packs_written, 1, "{stats:?}");

@@ -32,6 +32,8 @@ pub(super) struct HashCtx<'a> {
     /// The stat cache: where a large file's previous clone is found.
     pub old: &'a State,
     pub store: &'a Store,
+    /// Every id in `opts.prehashed` is still stored (no sweep since): none is looked up.
+    pub prehashed_stored: bool,
 }
 
 /// How [`hash_one`] gave an entry its id.
@@ -61,7 +63,7 @@ pub(super) fn hash_one(ctx: &HashCtx, dir: &[u8], f: &mut Found) -> Result<Took,
     };
     if let Some(id) = opts.prehashed.and_then(|p| p.vouch(dir, &f.stat)) {
         // Under the workspace lock (no sweep runs): the id may be used only if still stored.
-        if writer.stored(&id)? {
+        if ctx.prehashed_stored || writer.stored(&id)? {
             f.stat.id = id;
             f.known = true;
             return Ok(Took::Read);

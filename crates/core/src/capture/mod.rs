@@ -276,10 +276,16 @@ pub(crate) fn capture(
         ..
     } = walk;
     let writer = store.writer()?;
-    if let Some(p) = opts.prehashed {
-        // Each of those ids is looked up once (`Writer::stored`).
-        writer.expect_lookups(p.len() as u64);
-    }
+    // The ids a background baseline hashed: stored still if no sweep ran since, else each is
+    // looked up once (`Writer::stored`; see `prehash`).
+    let prehashed_stored = match opts.prehashed {
+        Some(p) if p.all_stored(store)? => true,
+        Some(p) => {
+            writer.expect_lookups(p.len() as u64);
+            false
+        }
+        None => false,
+    };
     // `capture.time_budget` bounds the whole capture, so hashing stops early enough to leave
     // time for what follows it (the trees, the store commit, the new cache, the record), which
     // grows with the number of entries as the walk does: the walk's own time is the estimate.
@@ -302,6 +308,7 @@ pub(crate) fn capture(
         hash_until,
         old,
         store,
+        prehashed_stored,
     };
     dirs.par_iter_mut().try_for_each(|(dir, entries)| {
         entries.par_iter_mut().try_for_each(|f| {

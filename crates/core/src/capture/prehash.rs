@@ -15,8 +15,10 @@
 //!   without changing the stat).
 //! * **An id is used only while it is stored.** The contents were stored without the
 //!   workspace lock, so a gc may sweep them (nothing referred to them) before the capture
-//!   runs. The capture asks its own writer whether each id is stored, under the lock, where no
-//!   sweep runs (see `docs/format.md`, "Garbage collection"): an id that is gone is not used,
+//!   runs. Under the lock, where no sweep runs (see `docs/format.md`, "Garbage collection"),
+//!   the capture compares the store's sweep count with the one read before the first content
+//!   was stored: the same count means no index row has been removed since, so every id is
+//!   stored. Otherwise it asks its own writer about each id: an id that is gone is not used,
 //!   and the file is hashed (or stays uncovered) as it would have been.
 
 use std::collections::HashMap;
@@ -39,12 +41,20 @@ use crate::Error;
 pub struct Prehashed {
     dirs: HashMap<Vec<u8>, Vec<StatEntry>>,
     len: usize,
+    /// The store's sweep count before the first of these files was stored (see the module).
+    sweeps: u64,
 }
 
 impl Prehashed {
     /// How many files were hashed.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether every id hashed is certainly still stored: no sweep has run since before they
+    /// were stored (or found stored). Else each must be looked up before it is used.
+    pub(crate) fn all_stored(&self, store: &rewind_store::Store) -> Result<bool, Error> {
+        Ok(store.sweeps()? == self.sweeps)
     }
 
     /// The id hashed for the entry `now.name` of directory `dir` if `now` (what a capture
@@ -180,6 +190,8 @@ pub(crate) fn prehash(
     deadline: Instant,
     max_file_size: u64,
 ) -> Result<PrehashRun, Error> {
+    // Read before the writer stores or finds anything (it skips a content already indexed).
+    let sweeps = writer.store().sweeps()?;
     let late = AtomicBool::new(false);
     // Per path: `None` if left for the deadline, else what hashing it gave.
     let results: Vec<Option<Option<StatEntry>>> = paths
@@ -211,6 +223,7 @@ pub(crate) fn prehash(
         prehashed: Prehashed {
             dirs: hashed.finish(|e: &StatEntry| &e.name),
             len,
+            sweeps,
         },
         tried: Tried {
             dirs: tried.finish(|n: &Vec<u8>| n),
@@ -256,6 +269,7 @@ fn hash_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     fn stat_of(root: &Path, rel: &str) -> StatEntry {
         let m = std::fs::symlink_metadata(root.join(rel)).unwrap();
@@ -341,6 +355,65 @@ mod tests {
             None,
             "b is not in d"
         );
+    }
+
+    /// A capture takes the ids hashed ahead while no sweep has run since, and only those it
+    /// finds still stored once one has: after a gc that removed them (nothing referred to
+    /// them), the files are read again and the capture's ids are readable.
+    #[test]
+    fn ids_removed_by_a_sweep_since_are_not_used() {
+        for sweep in [false, true] {
+            let t = tempfile::tempdir().unwrap();
+            let ws = t.path().join("ws");
+            std::fs::create_dir_all(ws.join("d")).unwrap();
+            for (rel, body) in [("d/a", "aaaa"), ("b", "bbbb")] {
+                std::fs::write(ws.join(rel), body).unwrap();
+                set_mtime(&ws.join(rel), 1_000_000_000);
+            }
+            let store = store_in(t.path());
+            let writer = store.writer().unwrap();
+            let paths = vec![b"b".to_vec(), b"d/a".to_vec()];
+            let far = Instant::now() + std::time::Duration::from_secs(60);
+            let run = prehash(&ws, &writer, paths, far, 100).unwrap();
+            writer.commit().unwrap();
+            assert_eq!(run.prehashed.len(), 2);
+            let sweeps = store.sweeps().unwrap();
+            if sweep {
+                // What `rewind gc` does with nothing referring to these objects.
+                let mut plan = store.plan_sweep(&HashSet::new(), true).unwrap();
+                store.repack(&mut plan).unwrap();
+                store.commit_sweep(&plan).unwrap();
+                store.finish_sweep(plan, &|| {}).unwrap();
+                assert_eq!(
+                    store.sweeps().unwrap(),
+                    sweeps + 1,
+                    "the sweep counts itself"
+                );
+            }
+            // (Counts the files the capture reads, not those it takes an id for.)
+            let progress = crate::capture::scan::Progress::default();
+            let opts = crate::capture::CaptureOptions {
+                ignored: crate::config::IgnoredPolicy::Skip,
+                max_file_size: u64::MAX,
+                time_budget: None,
+                progress: Some(&progress),
+                dirty: None,
+                watch: None,
+                prehashed: Some(&run.prehashed),
+                trust_granule_ns: None,
+            };
+            let old = crate::capture::state::State::default();
+            let c = crate::capture::capture(&ws, &store, &old, &opts).unwrap();
+            let read = if sweep { 2 } else { 0 };
+            let files_read = progress.files_hashed.into_inner();
+            assert_eq!(files_read, read, "sweep: {sweep}");
+            for (dir, name, body) in [(&b""[..], &b"b"[..], "bbbb"), (b"d", b"a", "aaaa")] {
+                let e = c.state.dirs[dir].iter().find(|e| e.name == name).unwrap();
+                let mut content = Vec::new();
+                store.read_content(&e.id, &mut content).unwrap();
+                assert_eq!(content, body.as_bytes(), "sweep: {sweep}");
+            }
+        }
     }
 
     proptest::proptest! {
