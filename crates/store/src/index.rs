@@ -20,7 +20,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use crate::pack::{Compression, Entry, PublishedPack};
 use crate::{Error, ObjectId, ObjectKind, Result, StoreStats};
 
-const SCHEMA_VERSION: &str = "4";
+const SCHEMA_VERSION: &str = "5";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS store_meta (
@@ -82,6 +82,13 @@ CREATE TABLE IF NOT EXISTS store_clone_packed (
     content BLOB NOT NULL
 );
 UPDATE store_meta SET value = '4' WHERE key = 'schema_version';
+";
+
+/// Version 5 added the sweep count (`store_meta` key `sweeps`, see [`sweeps`]): a writer may
+/// now rely on it, so a binary whose gc does not count its sweeps must not open the store.
+const MIGRATE_4_TO_5: &str = "
+INSERT OR IGNORE INTO store_meta (key, value) VALUES ('sweeps', '0');
+UPDATE store_meta SET value = '5' WHERE key = 'schema_version';
 ";
 
 /// An object small enough to be kept in the index itself rather than in a pack: see
@@ -277,6 +284,7 @@ impl Index {
             ("1", MIGRATE_1_TO_2),
             ("2", MIGRATE_2_TO_3),
             ("3", MIGRATE_3_TO_4),
+            ("4", MIGRATE_4_TO_5),
         ] {
             if schema_version(conn)?.as_deref() == Some(from) {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;

@@ -95,7 +95,7 @@ fn a_damaged_inline_object_is_found_and_refused() {
 }
 
 #[test]
-fn an_index_of_version_1_is_upgraded_to_4() {
+fn an_index_of_version_1_is_upgraded_to_5() {
     let t = TestStore::new();
     let w = t.store.writer().unwrap();
     let packed = w.put_blob(&random(5, 100_000)).unwrap();
@@ -123,7 +123,12 @@ fn an_index_of_version_1_is_upgraded_to_4() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "4");
+    assert_eq!(version, "5");
+    assert_eq!(
+        store.sweeps().unwrap(),
+        0,
+        "version 5 counts sweeps from none"
+    );
     let pairs: i64 = db(&t)
         .query_row("SELECT count(*) FROM store_clone_packed", [], |r| r.get(0))
         .unwrap();
@@ -140,4 +145,31 @@ fn an_index_of_version_1_is_upgraded_to_4() {
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert_eq!(report.packs_checked, 1);
     assert!(report.objects_checked >= 2);
+}
+
+/// An index of a version this binary does not know (a newer one: its writers may rely on
+/// what this binary would not keep, as version 5 relies on every sweep being counted) is
+/// refused, and left as it was.
+#[test]
+fn an_index_of_a_newer_version_is_refused() {
+    let t = TestStore::new();
+    drop(t.store.writer().unwrap());
+    db(&t)
+        .execute_batch("UPDATE store_meta SET value = '6' WHERE key = 'schema_version';")
+        .unwrap();
+    let r = rewind_store::Store::open(
+        &t.dir.path().join("packs"),
+        &t.dir.path().join("meta.sqlite"),
+        StoreConfig::default(),
+    );
+    let e = r.err().expect("refused").to_string();
+    assert!(e.contains("schema version 6 is not supported"), "{e}");
+    let version: String = db(&t)
+        .query_row(
+            "SELECT value FROM store_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, "6", "left as it was");
 }
