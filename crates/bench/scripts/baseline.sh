@@ -10,7 +10,7 @@
 #               its start until the background `rewind baseline` it started is done (no
 #               `baseline.due`, `baseline.lock` free; polled every 50 ms), after which `status
 #               --json` must list no uncovered path.
-# The page cache is warm for both (the tree is read once before timing).
+# The page cache is warm for both (the tree is read again before each timed command).
 #
 # usage: [RUNS=N] crates/bench/scripts/baseline.sh [REWIND_BINARY] [DIRS]
 set -euo pipefail
@@ -27,7 +27,10 @@ unset REWIND_SESSION
 ws=$work/ws
 python3 "$here/mktree.py" "$ws" --dirs "$dirs" --files-per-dir 100 --min 100 --max 4000 \
   --seed 11 > /dev/null
-find "$ws" -type f -exec cat {} + > /dev/null
+# Read the whole tree, so that every timed command finds it in the page cache: before each,
+# not once, since a VM may reclaim cold pages between runs (a foreground baseline then took
+# 1.5-2x as long).
+warm() { find "$ws" -type f -exec cat {} + > /dev/null; }
 now() { date +%s.%N; }
 # Done: no `baseline.due` marker and nobody holds `baseline.lock` (cheap to poll: `status`
 # would load the stat cache and list every uncovered path, competing with what it measures).
@@ -47,6 +50,7 @@ declare -a plain plain_rss budget_init budget_done
 for i in $(seq 1 "$runs"); do
   rm -f "$ws/.rewind.toml"
   export REWIND_HOME=$work/home-plain-$i
+  warm
   t0=$(now)
   /usr/bin/time -f '%M' -o "$work/rss" "$rw" -C "$ws" init > /dev/null
   t1=$(now)
@@ -56,6 +60,7 @@ for i in $(seq 1 "$runs"); do
 
   printf '[capture]\ntime_budget = "1s"\n' > "$ws/.rewind.toml"
   export REWIND_HOME=$work/home-budget-$i
+  warm
   t0=$(now)
   "$rw" -C "$ws" init > /dev/null
   t1=$(now)
