@@ -590,28 +590,23 @@ impl Index {
 
 /// How many sweeps have removed index rows (`store_meta` key `sweeps`; none yet: 0).
 pub(crate) fn sweeps(conn: &Connection) -> Result<u64> {
-    let v: Option<String> = conn
-        .query_row(
-            "SELECT value FROM store_meta WHERE key = 'sweeps'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    v.map_or(Ok(0), |v| {
+    meta(conn, "sweeps")?.map_or(Ok(0), |v| {
         v.parse()
             .map_err(|_| Error::Format(format!("store_meta sweeps is not a count: {v:?}")))
     })
 }
 
 fn schema_version(conn: &Connection) -> Result<Option<String>> {
-    match conn.query_row(
-        "SELECT value FROM store_meta WHERE key = 'schema_version'",
-        [],
-        |r| r.get(0),
-    ) {
+    meta(conn, "schema_version")
+}
+
+/// The `store_meta` value of `key`; `None` without one (or without the table: a new database).
+fn meta(conn: &Connection, key: &str) -> Result<Option<String>> {
+    match conn.query_row("SELECT value FROM store_meta WHERE key = ?1", [key], |r| {
+        r.get(0)
+    }) {
         Ok(v) => Ok(Some(v)),
         Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
-        // A new database: no table yet.
         Err(rusqlite::Error::SqliteFailure(_, Some(m))) if m.starts_with("no such table") => {
             Ok(None)
         }

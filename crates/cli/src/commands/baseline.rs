@@ -23,7 +23,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<i32> {
         lower_priority();
     }
     let r = super::service(cli)?.baseline(&BaselineRequest {})?;
-    rewind_api::trace::phase("baseline: workspace closed");
     emit(cli.json, &r, |r| {
         if r.already_running {
             println!("a baseline is already being completed for this workspace");

@@ -40,7 +40,6 @@ use crate::Error;
 #[derive(Default)]
 pub struct Prehashed {
     dirs: HashMap<Vec<u8>, Vec<StatEntry>>,
-    len: usize,
     /// The store's sweep count before the first of these files was stored (see the module).
     sweeps: u64,
 }
@@ -48,7 +47,7 @@ pub struct Prehashed {
 impl Prehashed {
     /// How many files were hashed.
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.dirs.values().map(Vec::len).sum()
     }
 
     /// Whether every id hashed is certainly still stored: no sweep has run since before they
@@ -206,12 +205,11 @@ pub(crate) fn prehash(
         .collect::<Result<_, Error>>()?;
     crate::base::trace::phase("prehash: files read");
     let (mut hashed, mut tried) = (ByDir::new(), ByDir::new());
-    let (mut len, mut bytes) = (0, 0);
+    let mut bytes = 0;
     for (rel, r) in paths.iter().zip(results) {
         let Some(entry) = r else { continue };
         let (dir, name) = relpath::split(rel);
         if let Some(e) = entry {
-            len += 1;
             bytes += e.size;
             hashed.push(dir, e);
         }
@@ -222,7 +220,6 @@ pub(crate) fn prehash(
     Ok(PrehashRun {
         prehashed: Prehashed {
             dirs: hashed.finish(|e: &StatEntry| &e.name),
-            len,
             sweeps,
         },
         tried: Tried {
