@@ -172,8 +172,9 @@ fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
 }
 
 /// A workspace with four checkpoints (small files, a chunked 3 MiB file, an executable, a
-/// symlink, nested directories; changes by shell commands and by exact epochs); the tree at
-/// each checkpoint, by id, oldest first.
+/// symlink, nested directories, a directory of 4,200 files, whose tree is a fan-out, first in
+/// the root so that a clone reads it before anything else brings its older parts; changes
+/// by shell commands and by exact epochs); the tree at each checkpoint, by id, oldest first.
 pub(crate) fn history(env: &Env, seed: u64) -> Vec<(String, Tree)> {
     let root = env.root();
     write(root, "a.txt", format!("alpha {seed}\n").as_bytes());
@@ -183,13 +184,21 @@ pub(crate) fn history(env: &Env, seed: u64) -> Vec<(String, Tree)> {
     write(root, "run.sh", b"#!/bin/sh\necho hi\n");
     chmod(root, "run.sh", 0o755);
     std::os::unix::fs::symlink("dir/b.txt", root.join("link")).unwrap();
+    for i in 0..4200 {
+        write(
+            root,
+            &format!("0many/f{i:04}"),
+            format!("{i} {seed}\n").as_bytes(),
+        );
+    }
     init(env);
     let mut out = Vec::new();
     out.push((checkpoint(env, "default", "m1"), read_tree(root)));
     sh(
         env,
         "default",
-        "echo 'alpha two' > a.txt && rm dir/sub/c.bin && mkdir -p new/deep && echo n > new/deep/n.txt",
+        "echo 'alpha two' > a.txt && rm dir/sub/c.bin && mkdir -p new/deep && echo n > new/deep/n.txt \
+         && echo more >> 0many/f0100 && echo new > 0many/g",
     );
     out.push((checkpoint(env, "default", "m2"), read_tree(root)));
     exact(env, "default", &["dir/b.txt", "run.sh"], || {

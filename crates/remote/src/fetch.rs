@@ -431,6 +431,13 @@ fn walk(
         return Ok(());
     }
     fetch(tree)?;
+    // A huge directory's tree is a fan-out: its parts come before it can be read.
+    for part in store
+        .tree_parts(tree)
+        .map_err(|e| store_damage(remote, e))?
+    {
+        fetch(&part)?;
+    }
     let t = store.read_tree(tree).map_err(|e| store_damage(remote, e))?;
     for e in t.into_entries() {
         match e.kind {

@@ -9,7 +9,7 @@ use std::io;
 use crate::chunk::FileObject;
 use crate::clone;
 use crate::pack::{self, Entry, ReadError};
-use crate::{Error, FsckProblem, FsckReport, ObjectKind, Result, Store, Tree};
+use crate::{Error, FsckProblem, FsckReport, ObjectKind, Result, Store};
 
 pub(crate) fn run(store: &Store) -> Result<FsckReport> {
     let mut report = FsckReport::default();
@@ -106,7 +106,7 @@ fn check_decodes(store: &Store, e: &Entry, raw: &[u8]) -> Result<(), String> {
         ObjectKind::Clone => check_clone(store, e, raw),
         ObjectKind::Blob => Ok(()),
         ObjectKind::File => FileObject::decode(raw).map(drop),
-        ObjectKind::Tree => Tree::decode(raw).map(drop).map_err(|err| err.to_string()),
+        ObjectKind::Tree => crate::tree::check_layout(raw).map_err(|err| err.to_string()),
     }
 }
 

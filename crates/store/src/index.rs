@@ -20,7 +20,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use crate::pack::{Compression, Entry, PublishedPack};
 use crate::{Error, ObjectId, ObjectKind, Result, StoreStats};
 
-const SCHEMA_VERSION: &str = "5";
+const SCHEMA_VERSION: &str = "6";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS store_meta (
@@ -89,6 +89,12 @@ UPDATE store_meta SET value = '4' WHERE key = 'schema_version';
 const MIGRATE_4_TO_5: &str = "
 INSERT OR IGNORE INTO store_meta (key, value) VALUES ('sweeps', '0');
 UPDATE store_meta SET value = '5' WHERE key = 'schema_version';
+";
+
+/// Version 6 allowed fan-out trees (`RWTF`, see `tree::fanout`): a binary that cannot read
+/// them must not open a store that may hold them. No table changes.
+const MIGRATE_5_TO_6: &str = "
+UPDATE store_meta SET value = '6' WHERE key = 'schema_version';
 ";
 
 /// An object small enough to be kept in the index itself rather than in a pack: see
@@ -285,6 +291,7 @@ impl Index {
             ("2", MIGRATE_2_TO_3),
             ("3", MIGRATE_3_TO_4),
             ("4", MIGRATE_4_TO_5),
+            ("5", MIGRATE_5_TO_6),
         ] {
             if schema_version(conn)?.as_deref() == Some(from) {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;

@@ -42,7 +42,7 @@ pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
 pub use transfer::{link_store_files, pack_tail_ids, PackFile};
-pub use tree::{valid_name, EntryKind, Tree, TreeEntry};
+pub use tree::{valid_name, EntryKind, Tree, TreeEntry, FANOUT_AT};
 pub use writer::Writer;
 
 use std::fs::{self, File};
@@ -472,10 +472,30 @@ impl Store {
         self.read_kind(id, ObjectKind::Blob)
     }
 
-    /// A tree, verified.
+    /// A tree, verified: a fan-out's parts read, checked and put together (see
+    /// `tree::fanout`).
     pub fn read_tree(&self, id: &ObjectId) -> Result<Tree> {
         let raw = self.read_kind(id, ObjectKind::Tree)?;
-        Tree::decode(&raw).map_err(|e| self.undecodable(id, e.to_string()))
+        let tree = if tree::is_fanout(&raw) {
+            Tree::assemble(&raw, |part| self.read_kind(part, ObjectKind::Tree))
+        } else {
+            Tree::decode(&raw)
+        };
+        tree.map_err(|e| match e {
+            Error::Format(why) => self.undecodable(id, why),
+            e => e,
+        })
+    }
+
+    /// The parts of a fan-out tree (see `tree::fanout`), read and verified; none for a tree
+    /// stored as one object. What a copy of a tree needs before [`Store::read_tree`] can read
+    /// it.
+    pub fn tree_parts(&self, id: &ObjectId) -> Result<Vec<ObjectId>> {
+        let raw = self.read_kind(id, ObjectKind::Tree)?;
+        if !tree::is_fanout(&raw) {
+            return Ok(Vec::new());
+        }
+        tree::decode_refs(&raw).map_err(|e| self.undecodable(id, e.to_string()))
     }
 
     /// An object that hashes right but does not decode: written by a buggy writer.

@@ -179,9 +179,11 @@ impl<'s> Writer<'s> {
         Ok(Some((id, size)))
     }
 
-    /// Stores a tree object (deduplicated) and returns its id.
+    /// Stores a tree (deduplicated) and returns its id: one object, or for a directory of
+    /// more than [`crate::FANOUT_AT`] entries its parts and a fan-out object (see
+    /// `tree::fanout`), of which only the parts not stored yet are written.
     pub fn put_tree(&self, tree: &Tree) -> Result<ObjectId> {
-        self.put(ObjectKind::Tree, &tree.encode())
+        tree.store(|raw| self.put(ObjectKind::Tree, raw))
     }
 
     fn put(&self, kind: ObjectKind, data: &[u8]) -> Result<ObjectId> {

@@ -95,7 +95,7 @@ fn a_damaged_inline_object_is_found_and_refused() {
 }
 
 #[test]
-fn an_index_of_version_1_is_upgraded_to_5() {
+fn an_index_of_version_1_is_upgraded_to_6() {
     let t = TestStore::new();
     let w = t.store.writer().unwrap();
     let packed = w.put_blob(&random(5, 100_000)).unwrap();
@@ -123,7 +123,7 @@ fn an_index_of_version_1_is_upgraded_to_5() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "5");
+    assert_eq!(version, "6");
     assert_eq!(
         store.sweeps().unwrap(),
         0,
@@ -155,7 +155,7 @@ fn an_index_of_a_newer_version_is_refused() {
     let t = TestStore::new();
     drop(t.store.writer().unwrap());
     db(&t)
-        .execute_batch("UPDATE store_meta SET value = '6' WHERE key = 'schema_version';")
+        .execute_batch("UPDATE store_meta SET value = '7' WHERE key = 'schema_version';")
         .unwrap();
     let r = rewind_store::Store::open(
         &t.dir.path().join("packs"),
@@ -163,7 +163,7 @@ fn an_index_of_a_newer_version_is_refused() {
         StoreConfig::default(),
     );
     let e = r.err().expect("refused").to_string();
-    assert!(e.contains("schema version 6 is not supported"), "{e}");
+    assert!(e.contains("schema version 7 is not supported"), "{e}");
     let version: String = db(&t)
         .query_row(
             "SELECT value FROM store_meta WHERE key = 'schema_version'",
@@ -171,5 +171,5 @@ fn an_index_of_a_newer_version_is_refused() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "6", "left as it was");
+    assert_eq!(version, "7", "left as it was");
 }

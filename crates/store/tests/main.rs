@@ -14,6 +14,7 @@ mod common;
 mod clone;
 mod dedup;
 mod durability;
+mod fanout;
 mod fsck;
 mod gc;
 mod inline;

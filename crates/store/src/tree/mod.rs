@@ -3,9 +3,15 @@
 //! Serialized form (all integers little-endian):
 //! `b"RWT1"`, `u32` entry count, then per entry: `u32` name length, name bytes, `u8` kind,
 //! `u32` mode, `u64` size, 32-byte id. Entries are sorted by name bytes and names are unique,
-//! so one directory has exactly one encoding and one id.
+//! so one directory has exactly one encoding and one id. A directory of more than
+//! [`FANOUT_AT`] entries is stored as a fan-out of such trees instead ([`fanout`]).
 
 use crate::{Error, ObjectId};
+
+mod fanout;
+pub(crate) use fanout::is_fanout;
+use fanout::FanOut;
+pub use fanout::FANOUT_AT;
 
 /// What a path is. The discriminants are part of the on-disk format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -108,20 +114,58 @@ impl Tree {
         self.entries.is_empty()
     }
 
-    /// The canonical `RWT1` bytes (module header): the raw bytes the tree's id is computed over.
+    /// The canonical `RWT1` bytes of the whole listing (module header). For a directory of
+    /// more than [`FANOUT_AT`] entries these are not what is stored: see [`Tree::store`].
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(8 + self.entries.len() * 64);
-        out.extend_from_slice(b"RWT1");
-        out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        for e in &self.entries {
-            out.extend_from_slice(&(e.name.len() as u32).to_le_bytes());
-            out.extend_from_slice(&e.name);
-            out.push(e.kind as u8);
-            out.extend_from_slice(&e.mode.to_le_bytes());
-            out.extend_from_slice(&e.size.to_le_bytes());
-            out.extend_from_slice(&e.id.0);
+        encode_entries(&self.entries)
+    }
+
+    /// Stores the tree with `put` (which stores one tree object's raw bytes and returns its
+    /// id) and returns the tree's id: one `RWT1` object, or for more than [`FANOUT_AT`]
+    /// entries its parts and then the `RWTF` object naming them (see [`fanout`]). A part
+    /// already stored is deduplicated by `put` like any object, which is what makes one
+    /// change in a huge directory store one part.
+    pub(crate) fn store(
+        &self,
+        mut put: impl FnMut(&[u8]) -> Result<ObjectId, Error>,
+    ) -> Result<ObjectId, Error> {
+        if self.entries.len() <= FANOUT_AT {
+            return put(&self.encode());
         }
-        out
+        let mut parts = Vec::new();
+        let mut at = 0;
+        for n in fanout::part_lens(&self.entries) {
+            parts.push((n, put(&encode_entries(&self.entries[at..at + n]))?));
+            at += n;
+        }
+        let count = self.entries.len();
+        put(&FanOut { count, parts }.encode())
+    }
+
+    /// Assembles a fan-out tree from its `RWTF` bytes, reading each part's raw bytes with
+    /// `read`. Refuses a part that is not an `RWT1` tree of the count the fan-out gives, and a
+    /// fan-out whose parts are out of order or not cut where the rule cuts.
+    pub(crate) fn assemble(
+        raw: &[u8],
+        mut read: impl FnMut(&ObjectId) -> Result<Vec<u8>, Error>,
+    ) -> Result<Tree, Error> {
+        let f = FanOut::decode(raw)?;
+        let mut entries = Vec::with_capacity(f.count);
+        for (n, id) in &f.parts {
+            let part = read(id)?;
+            let got = Tree::decode(&part).map_err(|e| {
+                Error::Format(format!("part {id} of a fan-out tree does not decode: {e}"))
+            })?;
+            if got.entries.len() != *n {
+                return Err(Error::Format(format!(
+                    "part {id} of a fan-out tree holds {} entries, the fan-out says {n}",
+                    got.entries.len()
+                )));
+            }
+            entries.extend(got.entries);
+        }
+        f.check_cuts(&entries)?;
+        Ok(Tree { entries })
     }
 
     /// Parses `RWT1` bytes: [`Error::Format`] on a truncated or trailing byte, an unknown
@@ -151,6 +195,32 @@ struct RawEntry<'a> {
     mode: u32,
     size: u64,
     id: ObjectId,
+}
+
+/// The canonical `RWT1` bytes of sorted, unique `entries`.
+fn encode_entries(entries: &[TreeEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + entries.len() * 64);
+    out.extend_from_slice(b"RWT1");
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for e in entries {
+        out.extend_from_slice(&(e.name.len() as u32).to_le_bytes());
+        out.extend_from_slice(&e.name);
+        out.push(e.kind as u8);
+        out.extend_from_slice(&e.mode.to_le_bytes());
+        out.extend_from_slice(&e.size.to_le_bytes());
+        out.extend_from_slice(&e.id.0);
+    }
+    out
+}
+
+/// Checks the layout of a tree object's raw bytes, either form, as far as one object can be
+/// checked (a fan-out's parts are objects of their own): what `fsck` asks of each object.
+pub(crate) fn check_layout(raw: &[u8]) -> Result<(), Error> {
+    if is_fanout(raw) {
+        FanOut::decode(raw).map(drop)
+    } else {
+        Tree::decode(raw).map(drop)
+    }
 }
 
 /// Walks the layout of `RWT1` bytes: `init` makes the result from the entry count the header
@@ -196,6 +266,14 @@ fn for_each_entry<T>(
 /// [`Tree::decode`] checks it, the names are not, and no entry is built: at 100 kept snapshots
 /// of 100k files the mark reads 10M entries.
 pub(crate) fn decode_refs(data: &[u8]) -> Result<Vec<ObjectId>, Error> {
+    if is_fanout(data) {
+        // A fan-out refers to its parts; they refer to the entries.
+        return Ok(FanOut::decode(data)?
+            .parts
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect());
+    }
     // An entry takes at least 49 bytes: a count larger than that allows is damage, found by
     // the walk.
     let most = data.len() / 49;
