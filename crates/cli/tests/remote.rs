@@ -830,6 +830,58 @@ fn a_checkpoint_pushes_by_itself(target: Target) {
     }
 }
 
+/// Sets the `version` of every manifest of a `file://` remote.
+fn set_manifest_versions(target: &Target, version: u64) {
+    for m in &target.objects()["manifests"] {
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(m).unwrap()).unwrap();
+        v["version"] = version.into();
+        std::fs::write(m, serde_json::to_vec(&v).unwrap()).unwrap();
+    }
+}
+
+/// Manifest versions: a history whose manifest is version 2 (written before fan-out trees)
+/// still clones, and the next push writes a version 3 one; a version this binary does not
+/// know is refused with a hint to upgrade and nothing written, as a binary that writes
+/// version 2 refuses a history whose packs may hold fan-out trees.
+#[test]
+fn manifest_versions_older_read_newer_refused() {
+    let target = Target::file();
+    let env = Env::new();
+    let trees = history(&env, 9);
+    target.add(&env);
+    target.push(&env);
+    set_manifest_versions(&target, 2);
+    let home = tempfile::tempdir().unwrap();
+    let (_t, dir) = clone_dir();
+    let o = target.clone_cmd(home.path(), &dir, &[]).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "clone of a version 2 history: {}",
+        text(&o)
+    );
+    assert_eq!(&read_tree(&dir), &trees.last().unwrap().1);
+    let again = target.push(&env);
+    assert!(
+        !again["manifest"].is_null(),
+        "rewritten at version 3: {again}"
+    );
+    let newest = target.objects()["manifests"].iter().max().cloned().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(newest).unwrap()).unwrap();
+    assert_eq!(v["version"], 3, "{v}");
+
+    set_manifest_versions(&target, 4);
+    let home = tempfile::tempdir().unwrap();
+    let (_t, dir) = clone_dir();
+    let o = target.clone_cmd(home.path(), &dir, &[]).output().unwrap();
+    assert_ne!(o.status.code(), Some(0), "clone: {}", text(&o));
+    assert!(text(&o).contains("upgrade rewind"), "{}", text(&o));
+    assert!(
+        !dir.exists() || all_files(&dir).is_empty(),
+        "nothing written"
+    );
+}
+
 /// Each scenario above as two tests: `on_file::NAME` against a `file://` remote, `on_s3::NAME`
 /// against a real S3 server on loopback.
 macro_rules! on_both_remotes {

@@ -31,9 +31,11 @@ pub const REMOTE_FORMAT: &str = "rewind-remote";
 pub const REMOTE_VERSION: u32 = 1;
 /// A manifest's format name.
 pub const MANIFEST_FORMAT: &str = "rewind-manifest";
-/// The manifest version this binary writes (it reads 1 too: a version 1 manifest lists
-/// nothing collected).
-pub const MANIFEST_VERSION: u32 = 2;
+/// The manifest version this binary writes (it reads 1 and 2 too: a version 1 manifest lists
+/// nothing collected). Version 3: the history's packs may hold fan-out trees (the store's
+/// `tree::fanout`), which a binary that writes version 2 cannot read, so it must refuse the
+/// history ("upgrade rewind") rather than find its trees damaged.
+pub const MANIFEST_VERSION: u32 = 3;
 /// zstd level of segments (small JSON; the level barely matters).
 const SEGMENT_ZSTD_LEVEL: i32 = 3;
 
