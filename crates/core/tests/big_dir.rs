@@ -138,3 +138,61 @@ fn a_directory_of_thousands_finds_exactly_what_changed() {
         "{report:?} {lost:?}"
     );
 }
+
+/// The tree of directory `d` in capture root `root`.
+fn tree_of_d(ws: &rewind_core::Workspace, root: rewind_store::ObjectId) -> rewind_store::ObjectId {
+    ws.store()
+        .read_tree(&root)
+        .unwrap()
+        .get(b"d")
+        .expect("d")
+        .id
+}
+
+proptest::proptest! {
+    // (Real files, two workspaces a round: few cases. `capture/parts.rs` has the fast
+    // property test of the same thing in memory.)
+    #![proptest_config(proptest::test_runner::Config::with_cases(2))]
+
+    /// Captures that change a few entries of a huge directory take its unchanged parts from
+    /// the previous tree (`capture/parts.rs`) instead of building them: the tree they make is
+    /// the very tree a first capture of the same files in another workspace makes (same id),
+    /// edit after edit: files rewritten, removed, added, made executable.
+    #[test]
+    fn reused_parts_make_the_tree_a_first_capture_makes(
+        rounds in proptest::collection::vec(
+            proptest::collection::vec((0usize..4500, 0u8..4), 1..8), 1..3),
+    ) {
+        let env = Env::new();
+        let root = env.root();
+        for i in 0..4500 {
+            write_file(root, format!("d/f{i:04}").as_bytes(), format!("{i}\n").as_bytes(), 0o644);
+        }
+        let ws = env.open();
+        ws.snapshot("first", None).unwrap();
+        for (r, edits) in rounds.iter().enumerate() {
+            for &(i, op) in edits {
+                let f = root.join(format!("d/f{i:04}"));
+                match op {
+                    0 => write_file(root, format!("d/f{i:04}").as_bytes(), format!("{r} {i}\n").as_bytes(), 0o644),
+                    1 => { let _ = std::fs::remove_file(&f); }
+                    2 => write_file(root, format!("d/f{i:04}-new").as_bytes(), b"new\n", 0o644),
+                    _ => { let _ = std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)); }
+                }
+            }
+            let (c, _) = ws.snapshot("edited", None).unwrap();
+            // The same files captured from nothing, in a workspace of their own.
+            let fresh = Env::new();
+            let copied = std::process::Command::new("cp")
+                .arg("-a")
+                .arg(root.join("d"))
+                .arg(fresh.root())
+                .status()
+                .unwrap();
+            proptest::prop_assert!(copied.success());
+            let fresh_ws = fresh.open();
+            let (f, _) = fresh_ws.snapshot("fresh", None).unwrap();
+            proptest::prop_assert_eq!(tree_of_d(&ws, c.root), tree_of_d(&fresh_ws, f.root), "round {}", r);
+        }
+    }
+}

@@ -432,7 +432,7 @@ fn walk(
     }
     fetch(tree)?;
     // A huge directory's tree is a fan-out: its parts come before it can be read.
-    for part in store
+    for (_, part) in store
         .tree_parts(tree)
         .map_err(|e| store_damage(remote, e))?
     {

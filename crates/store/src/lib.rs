@@ -42,7 +42,7 @@ pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
 pub use transfer::{link_store_files, pack_tail_ids, PackFile};
-pub use tree::{valid_name, EntryKind, Tree, TreeEntry, FANOUT_AT};
+pub use tree::{valid_name, EntryKind, Listing, Tree, TreeEntry, FANOUT_AT};
 pub use writer::Writer;
 
 use std::fs::{self, File};
@@ -487,15 +487,14 @@ impl Store {
         })
     }
 
-    /// The parts of a fan-out tree (see `tree::fanout`), read and verified; none for a tree
-    /// stored as one object. What a copy of a tree needs before [`Store::read_tree`] can read
-    /// it.
-    pub fn tree_parts(&self, id: &ObjectId) -> Result<Vec<ObjectId>> {
+    /// The parts of a fan-out tree (see `tree::fanout`), each with its entry count, read and
+    /// verified; none for a tree stored as one object. What a copy of a tree needs before
+    /// [`Store::read_tree`] can read it, and what a capture that changed a few entries of a
+    /// huge directory can reuse.
+    pub fn tree_parts(&self, id: &ObjectId) -> Result<Vec<(usize, ObjectId)>> {
         let raw = self.read_kind(id, ObjectKind::Tree)?;
-        if !tree::is_fanout(&raw) {
-            return Ok(Vec::new());
-        }
-        tree::decode_refs(&raw).map_err(|e| self.undecodable(id, e.to_string()))
+        let parts = tree::fanout_parts(&raw).map_err(|e| self.undecodable(id, e.to_string()))?;
+        Ok(parts.unwrap_or_default())
     }
 
     /// An object that hashes right but does not decode: written by a buggy writer.

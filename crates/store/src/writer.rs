@@ -186,6 +186,14 @@ impl<'s> Writer<'s> {
         tree.store(|raw| self.put(ObjectKind::Tree, raw))
     }
 
+    /// Stores a directory given entry by entry (see [`crate::Listing`]) and returns its tree
+    /// id, the same id [`Writer::put_tree`] gives the same entries. For a huge directory the
+    /// parts the listing says are stored are neither built nor encoded: a capture that
+    /// changed one entry of 100,000 encodes one part.
+    pub fn put_listing(&self, listing: &dyn crate::Listing) -> Result<ObjectId> {
+        crate::tree::store_listing(listing, |raw| self.put(ObjectKind::Tree, raw))
+    }
+
     fn put(&self, kind: ObjectKind, data: &[u8]) -> Result<ObjectId> {
         let id = ObjectId::compute(kind, data);
         if self.state()?.written.contains(&id) || self.indexed(&id)? {

@@ -6,6 +6,7 @@
 
 mod hash;
 pub(crate) mod ignore_rules;
+mod parts;
 pub(crate) mod prehash;
 pub mod scan;
 pub(crate) mod state;
@@ -516,9 +517,16 @@ fn build_trees(
         };
         let id = match cached_id {
             Some(id) => id,
-            None => writer.put_tree(&Tree::new(
-                entries.iter().map(|f| tree_entry(&f.stat)).collect(),
-            )?)?,
+            None => {
+                let cached = old.dirs.get(&dir).map_or(&[][..], |v| v.as_slice());
+                match parts::Reusing::new(entries, cached, old_tree_id(old, &dir), writer) {
+                    // A huge directory: only the parts with changed entries are built.
+                    Some(listing) => writer.put_listing(&listing)?,
+                    None => writer.put_tree(&Tree::new(
+                        entries.iter().map(|f| tree_entry(&f.stat)).collect(),
+                    )?)?,
+                }
+            }
         };
         tree_ids.insert(dir, id);
     }

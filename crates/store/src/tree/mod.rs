@@ -121,25 +121,12 @@ impl Tree {
     }
 
     /// Stores the tree with `put` (which stores one tree object's raw bytes and returns its
-    /// id) and returns the tree's id: one `RWT1` object, or for more than [`FANOUT_AT`]
-    /// entries its parts and then the `RWTF` object naming them (see [`fanout`]). A part
-    /// already stored is deduplicated by `put` like any object, which is what makes one
-    /// change in a huge directory store one part.
+    /// id) and returns the tree's id: see [`store_listing`].
     pub(crate) fn store(
         &self,
-        mut put: impl FnMut(&[u8]) -> Result<ObjectId, Error>,
+        put: impl FnMut(&[u8]) -> Result<ObjectId, Error>,
     ) -> Result<ObjectId, Error> {
-        if self.entries.len() <= FANOUT_AT {
-            return put(&self.encode());
-        }
-        let mut parts = Vec::new();
-        let mut at = 0;
-        for n in fanout::part_lens(&self.entries) {
-            parts.push((n, put(&encode_entries(&self.entries[at..at + n]))?));
-            at += n;
-        }
-        let count = self.entries.len();
-        put(&FanOut { count, parts }.encode())
+        store_listing(self, put)
     }
 
     /// Assembles a fan-out tree from its `RWTF` bytes, reading each part's raw bytes with
@@ -186,6 +173,92 @@ impl Tree {
         )?;
         Tree::new(entries)
     }
+}
+
+/// A directory's sorted listing to be stored as a tree (`Writer::put_listing`), read entry by
+/// entry, so that a caller who knows which parts of a huge directory are already stored builds
+/// nothing for their entries.
+pub trait Listing {
+    /// How many entries.
+    fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Entry `i`'s name. Names are sorted by their bytes and unique.
+    fn name(&self, i: usize) -> &[u8];
+    /// Entry `i`, built only for the parts that are written.
+    fn entry(&self, i: usize) -> TreeEntry;
+    /// The id of a tree object already stored that holds exactly entries `range`, when the
+    /// caller knows one (a part of the directory's previous fan-out whose entries are all
+    /// unchanged). Taken on the caller's word: a wrong id makes a wrong tree.
+    fn stored(&self, _range: std::ops::Range<usize>) -> Option<ObjectId> {
+        None
+    }
+    /// The `RWT1` bytes of entries `range`.
+    fn encode(&self, range: std::ops::Range<usize>) -> Result<Vec<u8>, Error> {
+        Ok(Tree::new(range.map(|i| self.entry(i)).collect())?.encode())
+    }
+}
+
+impl Listing for Tree {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn name(&self, i: usize) -> &[u8] {
+        &self.entries[i].name
+    }
+
+    fn entry(&self, i: usize) -> TreeEntry {
+        self.entries[i].clone()
+    }
+
+    fn encode(&self, range: std::ops::Range<usize>) -> Result<Vec<u8>, Error> {
+        Ok(encode_entries(&self.entries[range]))
+    }
+}
+
+/// Stores `listing` with `put` (which stores one tree object's raw bytes and returns its id)
+/// and returns the tree's id: one `RWT1` object, or for more than [`FANOUT_AT`] entries its
+/// parts and then the `RWTF` object naming them (see [`fanout`]). A part the listing says is
+/// stored is not encoded at all; any other part already stored is deduplicated by `put` like
+/// any object. Either way one change in a huge directory writes one part.
+pub(crate) fn store_listing(
+    listing: &(impl Listing + ?Sized),
+    mut put: impl FnMut(&[u8]) -> Result<ObjectId, Error>,
+) -> Result<ObjectId, Error> {
+    let n = listing.len();
+    if n <= FANOUT_AT {
+        return put(&listing.encode(0..n)?);
+    }
+    // The cuts and the reuse of stored parts both assume the order: a part built from an
+    // unsorted run would be sorted by `Tree::new` and cut elsewhere than the rule says.
+    if (1..n).any(|i| listing.name(i - 1) >= listing.name(i)) {
+        return Err(Error::Format(
+            "a listing to store is not sorted by name, or names a file twice".into(),
+        ));
+    }
+    let mut parts = Vec::new();
+    let mut at = 0;
+    for len in fanout::part_lens((0..n).map(|i| listing.name(i))) {
+        let range = at..at + len;
+        let id = match listing.stored(range.clone()) {
+            Some(id) => id,
+            None => put(&listing.encode(range)?)?,
+        };
+        parts.push((len, id));
+        at += len;
+    }
+    put(&FanOut { count: n, parts }.encode())
+}
+
+/// A fan-out tree's parts, from its raw bytes: `None` for a tree stored as one object.
+pub(crate) fn fanout_parts(raw: &[u8]) -> Result<Option<Vec<(usize, ObjectId)>>, Error> {
+    if !is_fanout(raw) {
+        return Ok(None);
+    }
+    Ok(Some(FanOut::decode(raw)?.parts))
 }
 
 /// One entry of a serialized tree, borrowing its name from the bytes.
