@@ -186,12 +186,17 @@ mod tests {
         let listing = Reusing::new(&entries, cached, Some(old), &w).expect("a fan-out to reuse");
         let got = w.put_listing(&listing).unwrap();
         w.commit().unwrap();
+        (got, whole_id(now))
+    }
+
+    /// The id of `now`'s tree built whole, in a store of its own.
+    fn whole_id(now: &[StatEntry]) -> ObjectId {
         let other = tempfile::tempdir().unwrap();
-        let s2 = open(other.path());
-        let w2 = s2.writer().unwrap();
-        let whole = w2.put_tree(&tree_of(now)).unwrap();
-        w2.commit().unwrap();
-        (got, whole)
+        let store = open(other.path());
+        let w = store.writer().unwrap();
+        let id = w.put_tree(&tree_of(now)).unwrap();
+        w.commit().unwrap();
+        id
     }
 
     /// The entries either side of each cut, changed one at a time: a part is reused only if
@@ -232,12 +237,7 @@ mod tests {
             edits in proptest::collection::vec((0usize..12_000, 0u8..4), 0..30),
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let store = Store::open(
-                &dir.path().join("packs"),
-                &dir.path().join("index.sqlite"),
-                Default::default(),
-            )
-            .unwrap();
+            let store = open(dir.path());
             let cached: Vec<StatEntry> =
                 (0..n as u64).map(|i| stat(format!("f{i:05}"), i)).collect();
             let w = store.writer().unwrap();
@@ -261,19 +261,7 @@ mod tests {
             }
             let entries: Vec<Found> = now.iter().map(found).collect();
             let w = store.writer().unwrap();
-            let whole = {
-                let other = tempfile::tempdir().unwrap();
-                let s2 = Store::open(
-                    &other.path().join("packs"),
-                    &other.path().join("index.sqlite"),
-                    Default::default(),
-                )
-                .unwrap();
-                let w2 = s2.writer().unwrap();
-                let id = w2.put_tree(&tree_of(&now)).unwrap();
-                w2.commit().unwrap();
-                id
-            };
+            let whole = whole_id(&now);
             let got = match Reusing::new(&entries, &cached, Some(old), &w) {
                 Some(listing) => {
                     proptest::prop_assert!(n > FANOUT_AT && now.len() > FANOUT_AT);
