@@ -183,7 +183,7 @@ impl<'s> Writer<'s> {
     /// more than [`crate::FANOUT_AT`] entries its parts and a fan-out object (see
     /// `tree::fanout`), of which only the parts not stored yet are written.
     pub fn put_tree(&self, tree: &Tree) -> Result<ObjectId> {
-        tree.store(|raw| self.put(ObjectKind::Tree, raw))
+        crate::tree::store_listing(tree, |raw| self.put(ObjectKind::Tree, raw))
     }
 
     /// Stores a directory given entry by entry (see [`crate::Listing`]) and returns its tree

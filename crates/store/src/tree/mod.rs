@@ -115,18 +115,9 @@ impl Tree {
     }
 
     /// The canonical `RWT1` bytes of the whole listing (module header). For a directory of
-    /// more than [`FANOUT_AT`] entries these are not what is stored: see [`Tree::store`].
+    /// more than [`FANOUT_AT`] entries these are not what is stored: see [`store_listing`].
     pub fn encode(&self) -> Vec<u8> {
         encode_entries(&self.entries)
-    }
-
-    /// Stores the tree with `put` (which stores one tree object's raw bytes and returns its
-    /// id) and returns the tree's id: see [`store_listing`].
-    pub(crate) fn store(
-        &self,
-        put: impl FnMut(&[u8]) -> Result<ObjectId, Error>,
-    ) -> Result<ObjectId, Error> {
-        store_listing(self, put)
     }
 
     /// Assembles a fan-out tree from its `RWTF` bytes, reading each part's raw bytes with
