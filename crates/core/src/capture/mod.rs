@@ -2,7 +2,8 @@
 //! changed since the last capture.
 //!
 //! Cost is proportional to change: unchanged files are vouched for by the stat cache and never
-//! read; unchanged directories keep their cached tree id and are not re-encoded.
+//! read; unchanged directories keep their cached tree id and are not re-encoded, nor are the
+//! unchanged parts of a huge directory's tree (`parts`).
 
 mod hash;
 pub(crate) mod ignore_rules;
@@ -458,6 +459,12 @@ fn unchanged(walk: &scan::Walk, old: &State, partial: bool) -> bool {
     })
 }
 
+/// Whether two stat entries make the same tree entry (what a tree holds of them: name, kind,
+/// mode, size, id), so that a tree built from one listing stands for the other.
+fn same_tree_entry(a: &StatEntry, b: &StatEntry) -> bool {
+    a.name == b.name && a.kind == b.kind && a.mode == b.mode && a.size == b.size && a.id == b.id
+}
+
 fn tree_entry(s: &StatEntry) -> TreeEntry {
     TreeEntry {
         name: s.name.clone(),
@@ -502,13 +509,10 @@ fn build_trees(
         }
         let unchanged = old.dirs.get(&dir).is_some_and(|cached| {
             cached.len() == entries.len()
-                && cached.iter().zip(entries.iter()).all(|(c, f)| {
-                    c.name == f.stat.name
-                        && c.kind == f.stat.kind
-                        && c.mode == f.stat.mode
-                        && c.size == f.stat.size
-                        && c.id == f.stat.id
-                })
+                && cached
+                    .iter()
+                    .zip(entries.iter())
+                    .all(|(c, f)| same_tree_entry(c, &f.stat))
         });
         let cached_id = if unchanged {
             old_tree_id(old, &dir)

@@ -18,7 +18,7 @@ use rewind_store::{Listing, ObjectId, TreeEntry, Writer, FANOUT_AT};
 
 use super::scan::Found;
 use super::state::StatEntry;
-use super::tree_entry;
+use super::{same_tree_entry, tree_entry};
 
 /// `entries` (the directory's new listing) as a [`Listing`] that names the parts of the
 /// previous tree whose entries are unchanged.
@@ -58,20 +58,17 @@ impl<'a> Reusing<'a> {
             at += n as u32;
         }
         let mut same_as = vec![u32::MAX; entries.len()];
-        let (mut i, mut j) = (0, 0);
-        while i < entries.len() && j < cached.len() {
-            let (f, c) = (&entries[i].stat, &cached[j]);
-            match f.name.cmp(&c.name) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    if f.kind == c.kind && f.mode == c.mode && f.size == c.size && f.id == c.id {
-                        same_as[i] = j as u32;
-                    }
-                    i += 1;
-                    j += 1;
+        // Positions in `cached` and `entries` as the merge advances through them.
+        let (mut j, mut i) = (0u32, 0usize);
+        let names = crate::base::merge_sorted(cached, entries, |c| &c.name, |f| &f.stat.name);
+        for (c, f) in names {
+            if let (Some(c), Some(f)) = (c, f) {
+                if same_tree_entry(c, &f.stat) {
+                    same_as[i] = j;
                 }
             }
+            j += u32::from(c.is_some());
+            i += usize::from(f.is_some());
         }
         Some(Reusing {
             entries,
