@@ -65,6 +65,9 @@ pub use rewind_core::{CreatedWorktree, DiscardedWorktree, WorktreeInfo};
 pub use rewind_core::{ServerInfo, SERVER_INFO, SERVER_LOCK, SERVER_TOKEN};
 /// How much a sandboxed command may do.
 pub use rewind_sandbox::Mode as SandboxMode;
+/// The object ids a long-running process knows are stored, shared by its services (see
+/// [`Service::with_known_ids`]).
+pub use rewind_store::KnownIds;
 
 /// What a front does when an open re-links the workspace (see [`Service::on_relink`]).
 type OnRelink = Box<dyn Fn(&Relinked) + Send>;
@@ -75,6 +78,7 @@ pub struct Service {
     ctx: Context,
     ws: OnceCell<rewind_core::Workspace>,
     live: Option<LiveWatch>,
+    known: Option<std::sync::Arc<KnownIds>>,
     on_relink: Option<OnRelink>,
 }
 
@@ -85,6 +89,7 @@ impl Service {
             ctx,
             ws: OnceCell::new(),
             live: None,
+            known: None,
             on_relink: None,
         }
     }
@@ -95,6 +100,14 @@ impl Service {
     /// watcher walks everything and arms it (see [`Service::capture`]).
     pub fn with_live_watch(mut self, watch: LiveWatch) -> Service {
         self.live = Some(watch);
+        self
+    }
+
+    /// Its store answers deduplication lookups from `known`, kept in memory by a process that
+    /// keeps running (`rewind serve`) for all its services, instead of asking the index once
+    /// per new object.
+    pub fn with_known_ids(mut self, known: std::sync::Arc<KnownIds>) -> Service {
+        self.known = Some(known);
         self
     }
 
@@ -144,6 +157,9 @@ impl Service {
         let ws = self.open_workspace(false)?;
         if let Some(w) = &self.live {
             ws.use_live_watch(w.clone());
+        }
+        if let Some(k) = &self.known {
+            ws.store().share_known_ids(k.clone());
         }
         Ok(self.ws.get_or_init(|| ws))
     }

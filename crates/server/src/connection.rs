@@ -220,7 +220,7 @@ impl Connection {
 
 /// A service of the server: sharing its file watcher, if it has one.
 pub(crate) fn new_service(shared: &Shared, ctx: Context) -> Service {
-    let svc = Service::new(ctx);
+    let svc = Service::new(ctx).with_known_ids(shared.known.clone());
     match &shared.live {
         Some(w) => svc.with_live_watch(w.clone()),
         None => svc,

@@ -89,6 +89,8 @@ pub(crate) struct Shared {
     pub(crate) session: String,
     /// The file watcher every service of the server shares (`None`: captures walk the tree).
     pub(crate) live: Option<rewind_api::LiveWatch>,
+    /// The object ids every service's writers take as stored without asking the index.
+    pub(crate) known: Arc<rewind_api::KnownIds>,
     pub(crate) hub: events::Hub,
     /// Requests running now.
     pub(crate) inflight: AtomicUsize,
@@ -140,17 +142,20 @@ pub fn start(opts: &Options) -> Result<Server, ApiError> {
     let live = rewind_api::LiveWatch::new(&root);
     let lock =
         lock::ServerLock::take(&state, socket.as_deref(), live.is_some(), opts.web.as_ref())?;
+    let known = Arc::new(rewind_api::KnownIds::new());
     // Armed by a whole-tree capture, which also records what changed while no server ran.
     if let Some(w) = &live {
         let ctx = rewind_api::Context::new(&root, &opts.session)?;
         rewind_api::Service::new(ctx)
             .with_live_watch(w.clone())
+            .with_known_ids(known.clone())
             .capture("serve")?;
     }
     let shared = Arc::new(Shared {
         root,
         session: opts.session.clone(),
         live,
+        known,
         hub: events::Hub::default(),
         inflight: AtomicUsize::new(0),
         stopping: AtomicBool::new(false),

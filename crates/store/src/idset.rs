@@ -40,7 +40,27 @@ impl IdSet {
         Some(IdSet { ids, starts })
     }
 
+    /// The set of no ids.
+    pub fn empty() -> IdSet {
+        IdSet {
+            ids: Vec::new(),
+            starts: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The ids, sorted.
+    pub fn into_ids(self) -> Vec<ObjectId> {
+        self.ids
+    }
+
     pub fn contains(&self, id: &ObjectId) -> bool {
+        if self.ids.is_empty() {
+            return false;
+        }
         let p = prefix(id);
         let (a, b) = (self.starts[p] as usize, self.starts[p + 1] as usize);
         self.ids[a..b].iter().any(|x| x == id)

@@ -107,6 +107,15 @@ pub(crate) struct InlineObject {
     pub stored: Vec<u8>,
 }
 
+/// Where [`Index::insert`]'s rows went.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Inserted {
+    /// Its own transaction, committed.
+    Committed,
+    /// The caller's transaction, which may still roll back.
+    InCallersTransaction,
+}
+
 /// One row of `store_packs`.
 pub(crate) struct PackRow {
     pub id: i64,
@@ -319,6 +328,26 @@ impl Index {
         self.conn.lock()
     }
 
+    /// Whether the connection is inside a transaction (then what it reads includes rows that
+    /// may still roll back).
+    pub(crate) fn in_transaction(&self) -> bool {
+        !self.conn().is_autocommit()
+    }
+
+    /// This database's instance name (`store_meta` key `instance`), given the first time it
+    /// is asked for: tells it from a database made later at the same path.
+    pub(crate) fn instance(&self) -> Result<String> {
+        let conn = self.conn();
+        if let Some(v) = meta(&conn, "instance")? {
+            return Ok(v);
+        }
+        conn.execute(
+            "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('instance', ?1)",
+            [crate::pack::new_pack_name()],
+        )?;
+        Ok(meta(&conn, "instance")?.unwrap_or_default())
+    }
+
     /// Whether this thread holds the connection (see [`crate::Store::db_held_here`]).
     pub(crate) fn conn_held_here(&self) -> bool {
         self.conn.is_owned_by_current_thread()
@@ -396,11 +425,10 @@ impl Index {
     }
 
     /// Indexes packs that are durable in place and stores inline objects, all in one
-    /// transaction. Returns how many object rows were new.
-    ///
-    /// If the connection is already inside a transaction (the caller's), the rows join it and
-    /// become durable with the caller's commit.
-    pub fn insert(&self, packs: &[PublishedPack], inline: &[InlineObject]) -> Result<u64> {
+    /// transaction: its own, committed before this returns, or, if the connection is already
+    /// inside a transaction (the caller's), that one, which makes them durable when it
+    /// commits. Says which.
+    pub fn insert(&self, packs: &[PublishedPack], inline: &[InlineObject]) -> Result<Inserted> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
@@ -410,8 +438,7 @@ impl Index {
         if own {
             conn.execute_batch("BEGIN IMMEDIATE")?;
         }
-        let result = (|| -> Result<u64> {
-            let mut inserted = 0;
+        let result = (|| -> Result<()> {
             let mut add_pack = conn.prepare_cached(
                 "INSERT OR IGNORE INTO store_packs (name, size, objects, created_at)
                  VALUES (?1, ?2, ?3, ?4)",
@@ -433,7 +460,7 @@ impl Index {
             }
             rows.sort_unstable_by_key(|r| r.1.id);
             for (pid, e) in rows {
-                inserted += add_object.execute(params![
+                add_object.execute(params![
                     &e.id.0[..],
                     pid,
                     e.kind as u8,
@@ -441,30 +468,29 @@ impl Index {
                     e.offset as i64,
                     e.stored_len,
                     e.raw_len
-                ])? as u64;
+                ])?;
             }
             let mut add_inline = conn.prepare_cached(
                 "INSERT OR IGNORE INTO store_inline (id, kind, compression, raw_len, data)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             for o in inline {
-                inserted += add_inline.execute(params![
+                add_inline.execute(params![
                     &o.id.0[..],
                     o.kind as u8,
                     o.compression as u8,
                     o.raw_len,
                     o.stored
-                ])? as u64;
+                ])?;
             }
-            Ok(inserted)
+            Ok(())
         })();
         match result {
-            Ok(n) => {
-                if own {
-                    conn.execute_batch("COMMIT")?;
-                }
-                Ok(n)
+            Ok(()) if own => {
+                conn.execute_batch("COMMIT")?;
+                Ok(Inserted::Committed)
             }
+            Ok(()) => Ok(Inserted::InCallersTransaction),
             Err(e) => {
                 if own {
                     let _ = conn.execute_batch("ROLLBACK");

@@ -18,7 +18,8 @@
 //! Modules: `pack` (pack files, temp packs and their locks), `index` (the SQLite tables),
 //! `writer` (dedup, compression, commit), `chunk` (content splitting, the `file` object),
 //! `compress` (zstd and when not to use it), `clone` (large files cloned in, not copied),
-//! `fsck`, `gc` (sweep and repack).
+//! `fsck`, `gc` (sweep and repack), and for a process that keeps running, `known` (the ids it
+//! knows are stored).
 
 mod chunk;
 mod clone;
@@ -31,6 +32,7 @@ mod gc;
 mod id;
 mod idset;
 mod index;
+mod known;
 mod pack;
 mod transfer;
 mod tree;
@@ -41,6 +43,7 @@ pub use extents::{exclusive_bytes, same_content};
 pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
 pub use index::open_database;
+pub use known::KnownIds;
 pub use transfer::{link_store_files, pack_tail_ids, PackFile};
 pub use tree::{valid_name, EntryKind, Listing, Tree, TreeEntry, FANOUT_AT};
 pub use writer::Writer;
@@ -286,6 +289,9 @@ pub struct Store {
     /// Set once a clone was refused (no reflinks here, or the workspace on another file
     /// system): later large files are packed without trying again.
     clones_refused: std::sync::atomic::AtomicBool,
+    /// Ids this process knows are indexed, shared with its other stores of this database
+    /// (see [`Store::share_known_ids`]).
+    known: std::sync::OnceLock<std::sync::Arc<KnownIds>>,
 }
 
 impl Store {
@@ -316,6 +322,7 @@ impl Store {
             index: index::Index::open(index_db)?,
             open_packs: PackCache::default(),
             clones_refused: Default::default(),
+            known: Default::default(),
         };
         pack::remove_dead_temp_packs(packs_dir)?;
         let dead = pack::dead_publications(packs_dir)?;
@@ -401,6 +408,14 @@ impl Store {
     /// counts itself in the transaction that removes the rows; nothing else removes any).
     pub fn sweeps(&self) -> Result<u64> {
         index::sweeps(&self.index.conn())
+    }
+
+    /// Lets this store's writers answer their deduplication lookups from `known`, the set a
+    /// long-running process keeps for all its stores of this database (`rewind serve`'s
+    /// services), loading it at the first lookup and adding what they commit. Once per store;
+    /// a later call changes nothing. See `known.rs` for why a "yes" from it is always true.
+    pub fn share_known_ids(&self, known: std::sync::Arc<KnownIds>) {
+        let _ = self.known.set(known);
     }
 
     /// The directory holding the pack files.

@@ -18,6 +18,7 @@ mod fanout;
 mod fsck;
 mod gc;
 mod inline;
+mod known;
 mod memory;
 mod roundtrip;
 mod transfer;
