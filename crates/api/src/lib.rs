@@ -68,6 +68,9 @@ pub use rewind_sandbox::Mode as SandboxMode;
 /// The object ids a long-running process knows are stored, shared by its services (see
 /// [`Service::with_known_ids`]).
 pub use rewind_store::KnownIds;
+/// WAL checkpoints on a thread of their own, for a process that keeps running (see
+/// [`Service::with_wal_checkpointer`]).
+pub use rewind_store::WalCheckpointer;
 
 /// What a front does when an open re-links the workspace (see [`Service::on_relink`]).
 type OnRelink = Box<dyn Fn(&Relinked) + Send>;
@@ -79,6 +82,7 @@ pub struct Service {
     ws: OnceCell<rewind_core::Workspace>,
     live: Option<LiveWatch>,
     known: Option<std::sync::Arc<KnownIds>>,
+    wal: Option<std::sync::Arc<WalCheckpointer>>,
     on_relink: Option<OnRelink>,
 }
 
@@ -90,6 +94,7 @@ impl Service {
             ws: OnceCell::new(),
             live: None,
             known: None,
+            wal: None,
             on_relink: None,
         }
     }
@@ -109,6 +114,20 @@ impl Service {
     pub fn with_known_ids(mut self, known: std::sync::Arc<KnownIds>) -> Service {
         self.known = Some(known);
         self
+    }
+
+    /// Its store leaves WAL checkpoints to `wal`, a thread of a process that keeps running
+    /// (`rewind serve`), which nudges it after each request: no commit of its copies the WAL
+    /// into the database before it returns.
+    pub fn with_wal_checkpointer(mut self, wal: std::sync::Arc<WalCheckpointer>) -> Service {
+        self.wal = Some(wal);
+        self
+    }
+
+    /// Starts a thread that checkpoints the WAL of the workspace's database when nudged, for
+    /// services to leave their checkpoints to ([`Service::with_wal_checkpointer`]).
+    pub fn start_wal_checkpointer(&self) -> Result<WalCheckpointer, ApiError> {
+        Ok(self.ws()?.store().start_wal_checkpointer()?)
     }
 
     /// Captures the whole tree now, recording what changed since the last known state as an
@@ -160,6 +179,10 @@ impl Service {
         }
         if let Some(k) = &self.known {
             ws.store().share_known_ids(k.clone());
+        }
+        if let Some(w) = &self.wal {
+            // Best effort: a store that keeps its automatic checkpoint is correct, only slower.
+            let _ = ws.store().leave_checkpoints_to(w);
         }
         Ok(self.ws.get_or_init(|| ws))
     }

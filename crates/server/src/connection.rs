@@ -177,6 +177,10 @@ impl Connection {
                 }
             }
         }
+        // After the answer went out: a checkpoint it made due is no client's wait.
+        if let Some(w) = &self.shared.wal {
+            w.nudge();
+        }
     }
 
     /// The response to one request (`None` for a notification).
@@ -220,7 +224,10 @@ impl Connection {
 
 /// A service of the server: sharing its file watcher, if it has one.
 pub(crate) fn new_service(shared: &Shared, ctx: Context) -> Service {
-    let svc = Service::new(ctx).with_known_ids(shared.known.clone());
+    let mut svc = Service::new(ctx).with_known_ids(shared.known.clone());
+    if let Some(w) = &shared.wal {
+        svc = svc.with_wal_checkpointer(w.clone());
+    }
     match &shared.live {
         Some(w) => svc.with_live_watch(w.clone()),
         None => svc,

@@ -103,6 +103,9 @@ impl Handle {
         let out = f(&svc);
         self.shared.inflight.fetch_sub(1, Ordering::SeqCst);
         connection::give_back(&self.shared, (session.to_string(), dir), svc);
+        if let Some(w) = &self.shared.wal {
+            w.nudge();
+        }
         Ok(out)
     }
 

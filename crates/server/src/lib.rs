@@ -91,6 +91,9 @@ pub(crate) struct Shared {
     pub(crate) live: Option<rewind_api::LiveWatch>,
     /// The object ids every service's writers take as stored without asking the index.
     pub(crate) known: Arc<rewind_api::KnownIds>,
+    /// Checkpoints the WAL for every service's store, nudged after each request (`None`:
+    /// the stores checkpoint in their commits).
+    pub(crate) wal: Option<Arc<rewind_api::WalCheckpointer>>,
     pub(crate) hub: events::Hub,
     /// Requests running now.
     pub(crate) inflight: AtomicUsize,
@@ -143,6 +146,8 @@ pub fn start(opts: &Options) -> Result<Server, ApiError> {
     let lock =
         lock::ServerLock::take(&state, socket.as_deref(), live.is_some(), opts.web.as_ref())?;
     let known = Arc::new(rewind_api::KnownIds::new());
+    // Without it (no thread could be started), services checkpoint in their commits.
+    let wal = svc.start_wal_checkpointer().ok().map(Arc::new);
     // Armed by a whole-tree capture, which also records what changed while no server ran.
     if let Some(w) = &live {
         let ctx = rewind_api::Context::new(&root, &opts.session)?;
@@ -156,6 +161,7 @@ pub fn start(opts: &Options) -> Result<Server, ApiError> {
         session: opts.session.clone(),
         live,
         known,
+        wal,
         hub: events::Hub::default(),
         inflight: AtomicUsize::new(0),
         stopping: AtomicBool::new(false),

@@ -123,6 +123,8 @@ pub(crate) struct PackRow {
 }
 
 pub(crate) struct Index {
+    /// The database file.
+    pub(crate) path: std::path::PathBuf,
     /// Reentrant: the engine runs its own statements on this connection (see `Store::db`), and
     /// a store call made while it holds the connection (say, a writer's commit inside the
     /// engine's transaction) must not deadlock.
@@ -174,10 +176,11 @@ pub fn open_database(path: &Path) -> Result<Connection> {
     // connection does not checkpoint when it closes (that would copy the whole WAL again, with
     // two fsyncs, in every command); instead `Index`'s drop checkpoints the WAL and starts it
     // over once it passes `WAL_RESTART_AT`, which keeps both the rebuild and the copy small.
-    // The automatic checkpoint stays as a bound for long-running processes;
-    // `journal_size_limit` trims the WAL file whenever it starts over.
+    // The automatic checkpoint stays as a bound for long commands (a server's stores leave it
+    // to a thread of the server's instead, see `wal.rs`); `journal_size_limit` trims the WAL
+    // file whenever it starts over.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
-    conn.pragma_update(None, "wal_autocheckpoint", 1000)?;
+    conn.pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES)?;
     conn.pragma_update(None, "journal_size_limit", 4i64 << 20)?;
     // SAFETY: a valid open connection handle and a pointer to a live int, as the call expects.
     unsafe {
@@ -191,6 +194,10 @@ pub fn open_database(path: &Path) -> Result<Connection> {
     }
     Ok(conn)
 }
+
+/// WAL pages past which a commit checkpoints (SQLite's default), or, in a process that leaves
+/// checkpoints to a thread of its own, that thread does (see `wal.rs`).
+pub(crate) const AUTOCHECKPOINT_PAGES: i64 = 1000;
 
 /// WAL sizes past which a closing `Index` checkpoints the WAL and starts it over (see
 /// `open_database` and `Drop for Index`). A checkpoint and restart cost three flushes (the WAL,
@@ -277,6 +284,7 @@ impl Index {
         conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
         conn.pragma_update(None, "cache_size", -(16i64 << 10))?;
         let mut index = Index {
+            path: path.to_owned(),
             conn: ReentrantMutex::new(conn),
             eager_checkpoint: Default::default(),
         };

@@ -19,7 +19,7 @@
 //! `writer` (dedup, compression, commit), `chunk` (content splitting, the `file` object),
 //! `compress` (zstd and when not to use it), `clone` (large files cloned in, not copied),
 //! `fsck`, `gc` (sweep and repack), and for a process that keeps running, `known` (the ids it
-//! knows are stored).
+//! knows are stored) and `wal` (WAL checkpoints on a thread of their own).
 
 mod chunk;
 mod clone;
@@ -36,6 +36,7 @@ mod known;
 mod pack;
 mod transfer;
 mod tree;
+mod wal;
 mod writer;
 
 pub use clone::{reflink, CloneContent};
@@ -46,6 +47,7 @@ pub use index::open_database;
 pub use known::KnownIds;
 pub use transfer::{link_store_files, pack_tail_ids, PackFile};
 pub use tree::{valid_name, EntryKind, Listing, Tree, TreeEntry, FANOUT_AT};
+pub use wal::WalCheckpointer;
 pub use writer::Writer;
 
 use std::fs::{self, File};
@@ -416,6 +418,25 @@ impl Store {
     /// a later call changes nothing. See `known.rs` for why a "yes" from it is always true.
     pub fn share_known_ids(&self, known: std::sync::Arc<KnownIds>) {
         let _ = self.known.set(known);
+    }
+
+    /// Starts a thread that checkpoints this store's database's WAL when asked
+    /// ([`WalCheckpointer::nudge`]), for a process that keeps running; its stores of this
+    /// database then leave their checkpoints to it ([`Store::leave_checkpoints_to`]).
+    pub fn start_wal_checkpointer(&self) -> Result<WalCheckpointer> {
+        WalCheckpointer::start(&self.index.path)
+    }
+
+    /// Turns this store's automatic WAL checkpoint off, leaving checkpoints to `checkpointer`,
+    /// if that checkpoints this store's database (else changes nothing). Its owner must nudge
+    /// it after commits, or the WAL grows without bound.
+    pub fn leave_checkpoints_to(&self, checkpointer: &WalCheckpointer) -> Result<()> {
+        if checkpointer.db() == self.index.path {
+            self.index
+                .conn()
+                .pragma_update(None, "wal_autocheckpoint", 0)?;
+        }
+        Ok(())
     }
 
     /// The directory holding the pack files.

@@ -22,6 +22,7 @@ mod known;
 mod memory;
 mod roundtrip;
 mod transfer;
+mod wal;
 
 #[test]
 fn every_test_file_is_a_module() {

@@ -1,0 +1,134 @@
+//! WAL checkpoints on a thread of their own, for a process that keeps running.
+//!
+//! Why: SQLite copies the WAL back into the database (a checkpoint: write the pages, flush the
+//! database) inside the commit that takes the WAL past `wal_autocheckpoint` pages. In
+//! `rewind serve` that was the commit of every other capture of 1,000 changed files: the
+//! store's commit took 17 ms instead of 6, before the client got its answer. A server's stores
+//! turn the automatic checkpoint off ([`crate::Store::leave_checkpoints_to`]) and the server
+//! asks this thread to look after each request ([`WalCheckpointer::nudge`]); it checkpoints,
+//! on a connection of its own, once the WAL holds more than that many pages.
+//!
+//! Safety is SQLite's: a checkpoint by any connection of the database is as good as one by the
+//! committing connection, and a `PASSIVE` one never blocks a writer or a reader. What changes
+//! is only when the copy happens. Short-lived processes keep the automatic checkpoint (and the
+//! restart at exit, see `Index`'s drop).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use crate::index::{open_database, AUTOCHECKPOINT_PAGES};
+use crate::Result;
+
+/// Checkpoints one database's WAL on its own thread when asked. Dropping it stops the thread.
+pub struct WalCheckpointer {
+    db: PathBuf,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    asked: bool,
+    stop: bool,
+    /// Checkpoints that copied every frame of the WAL.
+    completed: u64,
+}
+
+impl WalCheckpointer {
+    /// Starts the thread, with a connection of its own to the database at `db`.
+    pub(crate) fn start(db: &Path) -> Result<WalCheckpointer> {
+        let conn = open_database(db)?;
+        let shared = Arc::new(Shared::default());
+        let theirs = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("rewind-wal".into())
+            .spawn(move || run(&conn, &theirs))
+            .map_err(|e| crate::Error::Io {
+                op: "start the WAL checkpoint thread",
+                path: db.to_owned(),
+                source: e,
+            })?;
+        Ok(WalCheckpointer {
+            db: db.to_owned(),
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The database it checkpoints.
+    pub(crate) fn db(&self) -> &Path {
+        &self.db
+    }
+
+    /// Asks for a look at the WAL: a checkpoint if it holds more than the automatic
+    /// checkpoint's bound. Returns at once; asks made while one runs make one more look.
+    pub fn nudge(&self) {
+        let mut st = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.asked = true;
+        self.shared.wake.notify_one();
+    }
+
+    /// How many checkpoints so far copied the whole WAL (for tests and traces).
+    pub fn completed(&self) -> u64 {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .completed
+    }
+}
+
+impl Drop for WalCheckpointer {
+    fn drop(&mut self) {
+        {
+            let mut st = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.stop = true;
+            self.shared.wake.notify_one();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(conn: &rusqlite::Connection, shared: &Shared) {
+    loop {
+        {
+            let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            while !st.asked && !st.stop {
+                st = shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            if st.stop {
+                return;
+            }
+            st.asked = false;
+        }
+        // NOOP only reads the WAL index: how many frames the log holds.
+        let frames = conn
+            .query_row("PRAGMA wal_checkpoint(NOOP)", [], |r| r.get::<_, i64>(1))
+            .unwrap_or(0);
+        if frames <= AUTOCHECKPOINT_PAGES {
+            continue;
+        }
+        // PASSIVE: copies what no reader still needs, waits for nothing. A failure (the
+        // database busy being checkpointed by another process) is retried at the next nudge.
+        let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        });
+        if matches!(done, Ok((0, log, copied)) if log == copied) {
+            let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.completed += 1;
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! WAL checkpoints on a thread of their own (`Store::start_wal_checkpointer`): a store that
+//! leaves its checkpoints to that thread never copies the WAL in its own commits, the thread
+//! copies it when nudged, and the WAL file stays bounded as commits go on. Read through a
+//! connection of the test's own, as another process would see the database.
+
+use std::time::{Duration, Instant};
+
+use crate::common;
+
+use common::{random, TestStore};
+use rewind_store::{Store, StoreConfig, WalCheckpointer};
+
+/// A store whose writers keep up to 8 MiB in the index itself: one commit of 6 MiB of
+/// random blobs writes about 1,500 WAL pages, past the automatic checkpoint's 1,000.
+fn store() -> TestStore {
+    TestStore::with_config(StoreConfig {
+        inline_limit: 8 << 20,
+        ..StoreConfig::default()
+    })
+}
+
+fn commit_big(store: &Store, seed: u64) {
+    let w = store.writer().unwrap();
+    for i in 0..6 {
+        w.put_blob(&random(seed * 100 + i, 1 << 20)).unwrap();
+    }
+    w.commit().unwrap();
+}
+
+/// (frames in the WAL, frames of it copied into the database).
+fn wal(t: &TestStore) -> (i64, i64) {
+    let db = rusqlite::Connection::open(t.dir.path().join("meta.sqlite")).unwrap();
+    db.query_row("PRAGMA wal_checkpoint(NOOP)", [], |r| {
+        Ok((r.get(1)?, r.get(2)?))
+    })
+    .unwrap()
+}
+
+fn wait_for(c: &WalCheckpointer, completed: u64) {
+    let start = Instant::now();
+    while c.completed() < completed {
+        assert!(start.elapsed() < Duration::from_secs(30), "no checkpoint");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_commit_past_the_bound_checkpoints_itself_without_the_thread() {
+    let t = store();
+    commit_big(&t.store, 1);
+    let (log, copied) = wal(&t);
+    assert!(log > 1000, "{log} frames");
+    assert_eq!(
+        copied, log,
+        "the automatic checkpoint copied the WAL in the commit"
+    );
+}
+
+#[test]
+fn a_store_that_leaves_checkpoints_to_the_thread_does_not_copy_in_its_commits() {
+    let t = store();
+    let c = t.store.start_wal_checkpointer().unwrap();
+    t.store.leave_checkpoints_to(&c).unwrap();
+    commit_big(&t.store, 1);
+    let (log, copied) = wal(&t);
+    assert!(log > 1000, "{log} frames");
+    assert_eq!(copied, 0, "nothing copied before the thread is asked");
+    c.nudge();
+    wait_for(&c, 1);
+    let (log_after, copied) = wal(&t);
+    assert_eq!(
+        (log_after, copied),
+        (log, log),
+        "the thread copied all of it"
+    );
+    assert_eq!(
+        t.store
+            .read_blob(&rewind_store::ObjectId::compute(
+                rewind_store::ObjectKind::Blob,
+                &random(100, 1 << 20)
+            ))
+            .unwrap(),
+        random(100, 1 << 20)
+    );
+}
+
+#[test]
+fn a_checkpointer_of_another_database_changes_nothing() {
+    let t = store();
+    let other = store();
+    let c = other.store.start_wal_checkpointer().unwrap();
+    t.store.leave_checkpoints_to(&c).unwrap();
+    commit_big(&t.store, 1);
+    let (log, copied) = wal(&t);
+    assert_eq!(copied, log, "still checkpointed in the commit");
+}
+
+#[test]
+fn the_wal_stays_bounded_while_commits_go_on() {
+    let t = store();
+    let c = t.store.start_wal_checkpointer().unwrap();
+    t.store.leave_checkpoints_to(&c).unwrap();
+    let wal_file = t.dir.path().join("meta.sqlite-wal");
+    commit_big(&t.store, 0);
+    let one = std::fs::metadata(&wal_file).unwrap().len();
+    c.nudge();
+    wait_for(&c, 1);
+    for round in 1..8 {
+        commit_big(&t.store, round);
+        c.nudge();
+        wait_for(&c, round + 1);
+    }
+    let size = std::fs::metadata(&wal_file).unwrap().len();
+    assert!(
+        size <= 2 * one,
+        "the WAL is {size} bytes after 8 commits of {one}: it is not started over"
+    );
+}
