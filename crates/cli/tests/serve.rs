@@ -841,3 +841,55 @@ fn a_checkpoint_through_the_server_over_the_budget_starts_a_gc() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     fsck_clean(&env);
 }
+
+/// Content a gc collected while the server ran, written again through the server, is stored
+/// again and restores: the server's writers keep the ids they know are stored in memory
+/// (`docs/format.md`, "Known ids"), and the gc's sweep must make them reload those, never
+/// take the collected content as still stored.
+#[test]
+fn content_a_gc_collected_is_stored_again_through_the_server() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "x.txt", b"x\n");
+    init(&env);
+    let mut server = serve_stdio(&env);
+    let mut c = Client::stdio(&mut server);
+    // Answered once the server's start capture is done: that snapshot, which no gc drops,
+    // must not hold the content.
+    c.call("status", json!({"session": "S"}));
+    // Stored by a capture of the server's (which commits on its own: its writers now know
+    // it), then replaced: only a checkpoint the gc drops, and epochs that go with it, need it.
+    let first = crate::gc::random_mib();
+    write(root, "big.bin", &first);
+    c.call("exec", json!({"session": "S", "command": ["true"]}));
+    c.call("checkpoint", json!({"session": "S", "message": "first"}));
+    write(root, "big.bin", b"other\n");
+    c.call("exec", json!({"session": "S", "command": ["true"]}));
+    c.call("checkpoint", json!({"session": "S", "message": "head"}));
+    let v = c.call("gc", json!({"session": "S", "max_bytes": 1}));
+    assert!(
+        v["bytes_freed"].as_u64().unwrap_or(0) >= 1 << 20,
+        "the gc removed the first content: {v}"
+    );
+
+    write(root, "big.bin", &first);
+    let again = c.call("checkpoint", json!({"session": "S", "message": "again"}));
+    let id = again["id"].as_str().expect("a checkpoint id").to_string();
+    // The session's own change, which a restore puts back (another's it would leave).
+    c.call("read", json!({"session": "S", "paths": ["big.bin"]}));
+    c.call(
+        "write",
+        json!({"session": "S", "path": "big.bin", "content": "something else\n"}),
+    );
+    let o = stop(server);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fsck_clean(&env);
+    let o = expect(&env, "S", &["restore", &id], 0);
+    let now = std::fs::read(root.join("big.bin")).unwrap();
+    assert!(
+        now == first,
+        "not restored ({} bytes): {}",
+        now.len(),
+        text(&o)
+    );
+}
