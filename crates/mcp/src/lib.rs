@@ -86,7 +86,11 @@ impl Server {
     /// that an unusable directory fails now, before a client connects.
     pub fn new(opts: &Options) -> Result<Server, ApiError> {
         let session = opts.session.clone().unwrap_or_else(default_session);
-        let ep = Endpoint::new(Service::new(Context::new(&opts.dir, &session)?));
+        // Kept for the process's life: its writers ask the index once per new object only
+        // until they have loaded what is stored (see `KnownIds`).
+        let local = Service::new(Context::new(&opts.dir, &session)?)
+            .with_known_ids(Arc::new(rewind_api::KnownIds::new()));
+        let ep = Endpoint::new(local);
         if !ep.via_server() {
             ep.service().open()?;
         }
