@@ -201,7 +201,11 @@ impl<'s> Writer<'s> {
 
     fn put(&self, kind: ObjectKind, data: &[u8]) -> Result<ObjectId> {
         let id = ObjectId::compute(kind, data);
-        if self.state()?.written.contains(&id) || self.indexed(&id)? {
+        // The state's lock is let go before the index lookup: a guard taken in the first
+        // operand of `||` would live through the second, holding every other putting thread
+        // (and the pack appends) behind this one's SQLite query.
+        let written = self.state()?.written.contains(&id);
+        if written || self.indexed(&id)? {
             return Ok(id);
         }
         let raw_len = u32::try_from(data.len())
@@ -348,6 +352,8 @@ impl<'s> Writer<'s> {
                 Answer::Indexed => Ok(true),
                 Answer::Unknown => Ok(false),
                 Answer::Ask => {
+                    // One hold of the connection for the query and the transaction check.
+                    let _held = self.store.db();
                     let found = self.store.index.contains(id)?;
                     // Not from inside a transaction: it may see rows that roll back.
                     if found && !self.store.index.in_transaction() {
@@ -376,12 +382,16 @@ impl<'s> Writer<'s> {
     }
 
     /// The process's known ids, if the store shares them and they are current: checked
-    /// against the database's instance and sweep count, or loaded from the index, at the first lookup (about 30 ms at
-    /// 100k objects, once per process and per sweep). Never loaded from inside a transaction,
-    /// whose rows may still roll back; where they cannot be used, lookups ask the index.
+    /// against the database's instance and sweep count, or loaded from the index, at the
+    /// first lookup (about 30 ms at 100k objects, once per process and per sweep). Never
+    /// loaded from inside a transaction, whose rows may still roll back; where they cannot be
+    /// used, lookups ask the index.
     fn known(&self) -> Option<&KnownIds> {
         let known = self.store.known.get()?;
         let usable = *self.known.get_or_init(|| {
+            // Held from the transaction check to the last read, so that no other thread's
+            // transaction can begin in between (the connection is reentrant on this one).
+            let _held = self.store.db();
             if self.store.index.in_transaction() {
                 return false;
             }
