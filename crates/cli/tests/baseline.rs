@@ -292,7 +292,8 @@ fn covering_records_no_change_but_a_deleted_deferred_file_is_one() {
     budget(&env, None);
     let r = json(&env, "S", &["baseline"], 0);
     assert_eq!(r["remaining"], 0, "{r}");
-    assert!(uncovered(&env).is_empty());
+    let left = uncovered(&env);
+    assert!(left.is_empty(), "still uncovered after {r}: {left:?}");
     let new: Vec<serde_json::Value> = epochs(&env)
         .into_iter()
         .filter(|e| !before.contains(&e["id"].as_str().unwrap().to_string()))
