@@ -3,6 +3,7 @@
 //! timed by wall clock, with its peak RSS from `wait4`. See `crates/bench/scripts/run.sh`, `crates/bench/scripts/` and
 //! `docs/benchmarks.md`.
 
+mod floor;
 mod measure;
 mod report;
 mod scenarios;
@@ -25,6 +26,9 @@ struct Cli {
 enum Cmd {
     /// Run the foundation benchmark (capture and restore) and print a Markdown report.
     Run(scenarios::Opts),
+    /// Do only the work no capture can skip (list and `lstat` everything; for
+    /// `capture`, also read, hash, write and flush every file); timed from outside, a floor.
+    Floor(floor::Opts),
     /// (Child process) Restore a workspace to a tree with the library, as a restore command
     /// would, so restore is measured whole-process.
     ChildRestore(ChildRestore),
@@ -78,6 +82,7 @@ fn child_restore(a: &ChildRestore) -> Result<()> {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Run(opts) => scenarios::run(&opts),
+        Cmd::Floor(opts) => floor::run(&opts),
         Cmd::ChildRestore(a) => child_restore(&a),
     }
 }
