@@ -56,17 +56,23 @@ fn hold_baseline_lock(env: &Env) -> File {
     f
 }
 
-/// Lets go of the lock [`hold_baseline_lock`] took, and waits until it can be taken: a child
-/// that another test of this process forks holds a copy of every descriptor until its `exec`
-/// closes them, and with it the lock (seen once in CI: the run after the release found the
-/// lock still held and gave way).
+/// Lets go of the lock [`hold_baseline_lock`] took, and waits until it can be taken.
+///
+/// The lock is released with an explicit unlock, not by closing the file: a child that another
+/// test of this process forks holds a copy of every descriptor until its `exec` closes them,
+/// and with it the lock (seen in CI: the run after the release found the lock still held and
+/// gave way). An `flock` belongs to the open file description, so an unlock through any copy
+/// releases it for all of them. The probe below unlocks the same way, for the same reason: a
+/// probe closed while a fork held its copy made a later run give way too.
 fn let_go(env: &Env, held: File) {
+    held.unlock().unwrap();
     drop(held);
     let path = state_dir(env).join("baseline.lock");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let f = File::open(&path).unwrap();
         if f.try_lock().is_ok() {
+            f.unlock().unwrap();
             return;
         }
         assert!(
@@ -75,6 +81,14 @@ fn let_go(env: &Env, held: File) {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// `rewind baseline` in the foreground, which must not have given way to another run (a run
+/// that gives way reports nothing left, since it looked at nothing).
+fn complete(env: &Env) -> serde_json::Value {
+    let r = json(env, "S", &["baseline"], 0);
+    assert_eq!(r["already_running"], false, "{r}");
+    r
 }
 
 /// Waits until no `rewind baseline --background` of this workspace runs (the one a command
@@ -172,8 +186,7 @@ fn one_run_at_a_time_and_status_shows_what_is_left() {
     assert_eq!(r["already_running"], true, "{r}");
     assert_eq!(uncovered(&env), left, "a run that gave way changed nothing");
     let_go(&env, held);
-    let r = json(&env, "S", &["baseline"], 0);
-    assert_eq!(r["already_running"], false, "{r}");
+    let r = complete(&env);
     assert_eq!(r["files_hashed"], left.len() as u64, "{r}");
     assert_eq!(r["remaining"], 0, "{r}");
     assert!(r["captures"].as_u64().unwrap() >= 1, "{r}");
@@ -208,7 +221,7 @@ fn killed_before_it_records_the_next_run_completes_it() {
         "nothing recorded: {s}"
     );
     fsck_clean(&env);
-    let r = json(&env, "S", &["baseline"], 0);
+    let r = complete(&env);
     assert_eq!(r["remaining"], 0, "{r}");
     assert!(uncovered(&env).is_empty());
     restores(&env, &files);
@@ -251,6 +264,7 @@ fn a_file_changed_between_the_hash_and_the_record_is_not_recorded_stale() {
     let changed = &files[0].0;
     let new = noise(99, 8 << 10);
     write(env.root(), changed, &new);
+    ws_lock.unlock().unwrap(); // for every copy a fork holds (see `let_go`)
     drop(ws_lock);
     std::thread::spawn(move || std::io::copy(&mut trace, &mut std::io::sink()));
     let o = run.wait_with_output().unwrap();
@@ -258,7 +272,7 @@ fn a_file_changed_between_the_hash_and_the_record_is_not_recorded_stale() {
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["remaining"], 1, "{r}");
     assert_eq!(uncovered(&env), std::slice::from_ref(changed));
-    let r = json(&env, "S", &["baseline"], 0);
+    let r = complete(&env);
     assert_eq!(r["remaining"], 0, "{r}");
     let mut files = files;
     files[0].1 = new;
@@ -290,7 +304,7 @@ fn covering_records_no_change_but_a_deleted_deferred_file_is_one() {
     std::fs::remove_file(env.root().join(gone)).unwrap();
     let_go(&env, held);
     budget(&env, None);
-    let r = json(&env, "S", &["baseline"], 0);
+    let r = complete(&env);
     assert_eq!(r["remaining"], 0, "{r}");
     let left = uncovered(&env);
     assert!(left.is_empty(), "still uncovered after {r}: {left:?}");
