@@ -866,6 +866,12 @@ fn content_a_gc_collected_is_stored_again_through_the_server() {
     write(root, "big.bin", b"other\n");
     c.call("exec", json!({"session": "S", "command": ["true"]}));
     c.call("checkpoint", json!({"session": "S", "message": "head"}));
+    // Limits as the command line writes them are taken too (`gc --max-bytes 1K --max-age 30d`).
+    let dry = c.call(
+        "gc",
+        json!({"session": "S", "dry_run": true, "max_bytes": "1K", "max_age": "30d"}),
+    );
+    assert_eq!(dry["max_bytes"], 1024, "{dry}");
     let v = c.call("gc", json!({"session": "S", "max_bytes": 1}));
     assert!(
         v["bytes_freed"].as_u64().unwrap_or(0) >= 1 << 20,

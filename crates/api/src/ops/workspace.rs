@@ -166,11 +166,19 @@ pub struct GcRequest {
     /// Report what would go, write nothing.
     #[serde(default)]
     pub dry_run: bool,
-    /// Size budget of the workspace's state, in bytes.
-    #[serde(default)]
+    /// Size budget of the workspace's state, in bytes: a number, or a string as `gc
+    /// --max-bytes` takes it (`"500M"`, `"2G"`).
+    #[serde(default, deserialize_with = "crate::serde_util::opt_size")]
+    #[schemars(with = "Option<crate::serde_util::NumberOrText>")]
     pub max_bytes: Option<u64>,
-    /// Checkpoints older than this many seconds may go.
-    #[serde(default)]
+    /// Checkpoints older than this may go: a number of seconds, or a string as `gc --max-age`
+    /// takes it (`"12h"`, `"7d"`). Also accepted as `max_age`, the command line's name.
+    #[serde(
+        default,
+        alias = "max_age",
+        deserialize_with = "crate::serde_util::opt_secs"
+    )]
+    #[schemars(with = "Option<crate::serde_util::NumberOrText>")]
     pub max_age_secs: Option<u64>,
     /// Each session's newest this many checkpoints are kept.
     #[serde(default)]
@@ -188,9 +196,15 @@ pub struct GcRequest {
     /// history references is marked (`docs/format.md`, Remote store).
     #[serde(default)]
     pub remote: Option<String>,
-    /// With `remote`: how long an unreferenced remote object stays after it is marked, in
-    /// seconds (default 3600; at least twice the push window, 60 s).
-    #[serde(default)]
+    /// With `remote`: how long an unreferenced remote object stays after it is marked, a
+    /// number of seconds or a string as `gc --grace` takes it (`"1h"`; default 3600; at least
+    /// twice the push window, 60 s). Also accepted as `grace`, the command line's name.
+    #[serde(
+        default,
+        alias = "grace",
+        deserialize_with = "crate::serde_util::opt_secs"
+    )]
+    #[schemars(with = "Option<crate::serde_util::NumberOrText>")]
     pub grace_secs: Option<u64>,
 }
 
