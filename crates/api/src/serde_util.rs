@@ -54,27 +54,24 @@ enum Given {
 /// A size in bytes, given as a number or as the command line writes it (`"500M"`, see
 /// [`crate::Size`]).
 pub fn opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Option::<Given>::deserialize(d)?
-        .map(|g| match g {
-            Given::Number(n) => Ok(n),
-            Given::Text(s) => s
-                .parse::<crate::Size>()
-                .map(|s| s.0)
-                .map_err(serde::de::Error::custom),
-        })
-        .transpose()
+    opt_number_or_text(d, |s| s.parse::<crate::Size>().map(|s| s.0))
 }
 
 /// A duration in seconds, given as a number of seconds or as the command line writes it
 /// (`"7d"`, see [`crate::Span`]).
 pub fn opt_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    opt_number_or_text(d, |s| s.parse::<crate::Span>().map(|s| s.0.as_secs()))
+}
+
+/// An optional number, or a string `parse` reads as one.
+fn opt_number_or_text<'de, D: Deserializer<'de>>(
+    d: D,
+    parse: impl Fn(&str) -> Result<u64, String>,
+) -> Result<Option<u64>, D::Error> {
     Option::<Given>::deserialize(d)?
         .map(|g| match g {
             Given::Number(n) => Ok(n),
-            Given::Text(s) => s
-                .parse::<crate::Span>()
-                .map(|s| s.0.as_secs())
-                .map_err(serde::de::Error::custom),
+            Given::Text(s) => parse(&s).map_err(serde::de::Error::custom),
         })
         .transpose()
 }
