@@ -130,6 +130,13 @@ impl Service {
         Ok(self.ws()?.store().start_wal_checkpointer()?)
     }
 
+    /// Its store, opened now if it is not yet, leaves WAL checkpoints to `wal` from now on
+    /// (see [`Service::with_wal_checkpointer`]): for a front that opens its service before it
+    /// can start the thread (`rewind mcp`), and that nudges the thread after each request.
+    pub fn leave_checkpoints_to(&self, wal: &WalCheckpointer) -> Result<(), ApiError> {
+        Ok(self.ws()?.store().leave_checkpoints_to(wal)?)
+    }
+
     /// Captures the whole tree now, recording what changed since the last known state as an
     /// external epoch and the capture as a snapshot labelled `label`; the snapshot's
     /// op-log position. A server does this when it starts: it finds what changed while no

@@ -79,6 +79,9 @@ pub struct Server {
     session: String,
     start_baseline: Option<fn(&std::path::Path)>,
     start_gc: Option<fn(&std::path::Path)>,
+    /// Without a server: this process's own WAL checkpoint thread, nudged after each tool
+    /// call, so that no call waits for a checkpoint its commit would otherwise run.
+    wal: Option<Arc<rewind_api::WalCheckpointer>>,
 }
 
 impl Server {
@@ -91,8 +94,15 @@ impl Server {
         let local = Service::new(Context::new(&opts.dir, &session)?)
             .with_known_ids(Arc::new(rewind_api::KnownIds::new()));
         let ep = Endpoint::new(local);
+        let mut wal = None;
         if !ep.via_server() {
             ep.service().open()?;
+            // Best effort, as `rewind serve`'s: a store that checkpoints in its commits is
+            // correct, only slower.
+            wal = ep.service().start_wal_checkpointer().ok().and_then(|w| {
+                ep.service().leave_checkpoints_to(&w).ok()?;
+                Some(Arc::new(w))
+            });
         }
         let run_mode = match opts.sandbox {
             Some(SandboxMode::DangerFullAccess) => RunMode::Plain,
@@ -119,6 +129,7 @@ impl Server {
             session,
             start_baseline: opts.start_baseline,
             start_gc: opts.start_gc,
+            wal,
         })
     }
 
@@ -136,6 +147,7 @@ impl Server {
     ) -> Result<serde_json::Value, ApiError> {
         let ep = self.ep.clone();
         let (start_baseline, start_gc) = (self.start_baseline, self.start_gc);
+        let wal = self.wal.clone();
         tokio::task::spawn_blocking(move || {
             let ep = ep.lock().unwrap_or_else(|p| p.into_inner());
             let out = if method != "exec" {
@@ -162,6 +174,9 @@ impl Server {
                 if ep.service().gc_due().unwrap_or(false) {
                     start(&ep.context().root());
                 }
+            }
+            if let Some(w) = &wal {
+                w.nudge();
             }
             out
         })
@@ -304,5 +319,80 @@ impl ServerHandler for Server {
         resources::read(self, &request.uri)
             .await
             .map(ReadResourceResponse::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a server, `rewind mcp` commits in its own process: its WAL checkpoints run on
+    /// its own thread after each tool call, never inside a call's commit. Tool calls that take
+    /// the WAL past the automatic checkpoint's bound are followed by the thread's checkpoint,
+    /// and the WAL starts over instead of growing.
+    #[test]
+    fn tool_calls_leave_wal_checkpoints_to_the_servers_thread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        // SAFETY: the only test of this crate that reads the environment.
+        unsafe { std::env::set_var("REWIND_HOME", tmp.path().join("home")) };
+        let server = Server::new(&Options {
+            dir: root.clone(),
+            session: Some("S".into()),
+            sandbox: Some(SandboxMode::DangerFullAccess),
+            start_baseline: None,
+            start_gc: None,
+        })
+        .unwrap();
+        let wal = server
+            .wal
+            .clone()
+            .expect("a checkpoint thread without a server");
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // Hex of a pseudo-random stream: about half of it stays after compression, so each
+        // write stores some 40 KiB inline in the database, about ten pages of WAL.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut text = |n: usize| -> String {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    char::from_digit((x & 15) as u32, 16).unwrap()
+                })
+                .collect()
+        };
+        let wal_file = std::fs::read_dir(tmp.path().join("home/workspaces"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.is_dir())
+            .expect("the workspace's state")
+            .join("meta.sqlite-wal");
+        let mut largest = 0;
+        for i in 0..200 {
+            let r = rt
+                .block_on(server.call(
+                    "write",
+                    serde_json::json!({"path": format!("f{i}.txt"), "content": text(80 << 10)}),
+                ))
+                .unwrap();
+            assert!(r.is_object(), "{r}");
+            largest = largest.max(std::fs::metadata(&wal_file).map_or(0, |m| m.len()));
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while wal.completed() == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the thread never checkpointed (WAL reached {largest} bytes)"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Started over, not grown by every call: 200 writes stored about 8 MB.
+        assert!(largest < 8 << 20, "WAL reached {largest} bytes");
     }
 }
