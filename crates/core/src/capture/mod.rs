@@ -485,7 +485,6 @@ fn build_trees(
     writer: &Writer,
     partial: bool,
 ) -> Result<ObjectId, Error> {
-    let mut order: Vec<Vec<u8>> = dirs.keys().cloned().collect();
     let depth = |p: &[u8]| {
         if p.is_empty() {
             0
@@ -493,48 +492,71 @@ fn build_trees(
             1 + p.iter().filter(|b| **b == b'/').count()
         }
     };
-    order.sort_by_key(|p| std::cmp::Reverse(depth(p)));
-    let mut tree_ids: HashMap<Vec<u8>, ObjectId> = HashMap::with_capacity(order.len());
-    for dir in order {
-        let entries = dirs.get_mut(&dir).expect("walked directory");
-        for f in entries.iter_mut() {
-            if f.stat.kind == EntryKind::Dir {
-                let child = relpath::join(&dir, &f.stat.name);
-                f.stat.id = match tree_ids.get(&child) {
-                    Some(id) => *id,
-                    None if partial => old_tree_id(old, &child).unwrap_or(ObjectId::ZERO),
-                    None => ObjectId::ZERO,
-                };
-            }
+    // Deepest first, and the directories of one depth in parallel: each needs only the ids
+    // of its subdirectories, one level down (a first capture's 1,001 trees took 50 ms on one
+    // thread).
+    let mut levels: Vec<Vec<(&Vec<u8>, &mut Vec<Found>)>> = Vec::new();
+    for (dir, entries) in dirs.iter_mut() {
+        let d = depth(dir);
+        if levels.len() <= d {
+            levels.resize_with(d + 1, Vec::new);
         }
-        let unchanged = old.dirs.get(&dir).is_some_and(|cached| {
-            cached.len() == entries.len()
-                && cached
-                    .iter()
-                    .zip(entries.iter())
-                    .all(|(c, f)| same_tree_entry(c, &f.stat))
-        });
-        let cached_id = if unchanged {
-            old_tree_id(old, &dir)
-        } else {
-            None
-        };
-        let id = match cached_id {
-            Some(id) => id,
-            None => {
-                let cached = old.dirs.get(&dir).map_or(&[][..], |v| v.as_slice());
-                match parts::Reusing::new(entries, cached, old_tree_id(old, &dir), writer) {
-                    // A huge directory: only the parts with changed entries are built.
-                    Some(listing) => writer.put_listing(&listing)?,
-                    None => writer.put_tree(&Tree::new(
-                        entries.iter().map(|f| tree_entry(&f.stat)).collect(),
-                    )?)?,
-                }
-            }
-        };
-        tree_ids.insert(dir, id);
+        levels[d].push((dir, entries));
+    }
+    let mut tree_ids: HashMap<Vec<u8>, ObjectId> = HashMap::with_capacity(levels.len());
+    for level in levels.into_iter().rev() {
+        let built: Vec<(Vec<u8>, ObjectId)> = level
+            .into_par_iter()
+            .map(|(dir, entries)| {
+                let id = build_tree(dir, entries, &tree_ids, old, writer, partial)?;
+                Ok::<_, Error>((dir.clone(), id))
+            })
+            .collect::<Result<_, _>>()?;
+        tree_ids.extend(built);
     }
     Ok(tree_ids.get(&Vec::new()).copied().unwrap_or(ObjectId::ZERO))
+}
+
+/// Stores the tree of directory `dir` (its subdirectories' ids in `tree_ids`, or, after a
+/// partial walk, in the cache) and returns its id.
+fn build_tree(
+    dir: &[u8],
+    entries: &mut [Found],
+    tree_ids: &HashMap<Vec<u8>, ObjectId>,
+    old: &State,
+    writer: &Writer,
+    partial: bool,
+) -> Result<ObjectId, Error> {
+    for f in entries.iter_mut() {
+        if f.stat.kind == EntryKind::Dir {
+            let child = relpath::join(dir, &f.stat.name);
+            f.stat.id = match tree_ids.get(&child) {
+                Some(id) => *id,
+                None if partial => old_tree_id(old, &child).unwrap_or(ObjectId::ZERO),
+                None => ObjectId::ZERO,
+            };
+        }
+    }
+    let unchanged = old.dirs.get(dir).is_some_and(|cached| {
+        cached.len() == entries.len()
+            && cached
+                .iter()
+                .zip(entries.iter())
+                .all(|(c, f)| same_tree_entry(c, &f.stat))
+    });
+    if unchanged {
+        if let Some(id) = old_tree_id(old, dir) {
+            return Ok(id);
+        }
+    }
+    let cached = old.dirs.get(dir).map_or(&[][..], |v| v.as_slice());
+    Ok(match parts::Reusing::new(entries, cached, old_tree_id(old, dir), writer) {
+        // A huge directory: only the parts with changed entries are built.
+        Some(listing) => writer.put_listing(&listing)?,
+        None => writer.put_tree(&Tree::new(
+            entries.iter().map(|f| tree_entry(&f.stat)).collect(),
+        )?)?,
+    })
 }
 
 /// The state after a partial walk: the cache's listings (shared, not copied) with the
