@@ -550,7 +550,8 @@ fn build_tree(
         }
     }
     let cached = old.dirs.get(dir).map_or(&[][..], |v| v.as_slice());
-    Ok(match parts::Reusing::new(entries, cached, old_tree_id(old, dir), writer) {
+    let listing = parts::Reusing::new(entries, cached, old_tree_id(old, dir), writer);
+    Ok(match listing {
         // A huge directory: only the parts with changed entries are built.
         Some(listing) => writer.put_listing(&listing)?,
         None => writer.put_tree(&Tree::new(
