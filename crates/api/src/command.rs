@@ -50,10 +50,21 @@ impl Runnable {
             }
         };
         match (self, collect) {
-            (Runnable::Plain(mut c), false) => Ok((c.status().map_err(not_run(&c))?, None)),
+            (Runnable::Plain(mut c), false) => {
+                #[cfg(all(target_os = "linux", target_env = "gnu"))]
+                if let Some(s) = crate::spawn::spawn(&c, false).map_err(not_run(&c))? {
+                    return Ok((s.wait().map_err(not_run(&c))?, None));
+                }
+                Ok((c.status().map_err(not_run(&c))?, None))
+            }
             (Runnable::Sandboxed(s), false) => Ok((s.status()?, None)),
             (Runnable::Plain(mut c), true) => {
                 let failed = not_run(&c);
+                #[cfg(all(target_os = "linux", target_env = "gnu"))]
+                if let Some(mut s) = crate::spawn::spawn(&c, true).map_err(failed.clone())? {
+                    let (out, err) = (s.stdout.take(), s.stderr.take());
+                    return collected(out, err, || s.wait().map_err(failed));
+                }
                 let mut child = c
                     .stdin(Stdio::null())
                     .stdout(Stdio::piped())

@@ -16,6 +16,8 @@ pub mod ops;
 pub mod remote;
 pub mod rpc;
 mod serde_util;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod spawn;
 pub mod time;
 
 use std::cell::OnceCell;
