@@ -37,7 +37,7 @@ struct Shared {
 struct State {
     asked: bool,
     stop: bool,
-    /// Checkpoints that copied every frame of the WAL.
+    /// Checkpoints that copied every frame of the WAL, some of them first.
     completed: u64,
 }
 
@@ -75,7 +75,8 @@ impl WalCheckpointer {
         self.shared.wake.notify_one();
     }
 
-    /// How many checkpoints so far copied the whole WAL (for tests and traces).
+    /// How many checkpoints so far copied the whole WAL, some of it not yet copied by anyone
+    /// (for tests and traces).
     pub fn completed(&self) -> u64 {
         self.shared
             .state
@@ -110,11 +111,15 @@ fn run(conn: &rusqlite::Connection, shared: &Shared) {
             }
             st.asked = false;
         }
-        // NOOP only reads the WAL index: how many frames the log holds.
-        let frames = conn
-            .query_row("PRAGMA wal_checkpoint(NOOP)", [], |r| r.get::<_, i64>(1))
-            .unwrap_or(0);
-        if frames <= AUTOCHECKPOINT_PAGES {
+        // NOOP only reads the WAL index: how many frames the log holds, and how many of them
+        // are already in the database (a checkpoint by another connection, or a commit's own
+        // in a process that does not leave its checkpoints here). Nothing to copy: no work.
+        let (frames, copied) = conn
+            .query_row("PRAGMA wal_checkpoint(NOOP)", [], |r| {
+                Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+            })
+            .unwrap_or((0, 0));
+        if frames <= AUTOCHECKPOINT_PAGES || copied >= frames {
             continue;
         }
         // PASSIVE: copies what no reader still needs, waits for nothing. A failure (the
