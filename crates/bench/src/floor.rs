@@ -128,9 +128,7 @@ fn worker(queue: &Mutex<Queue>, ready: &std::sync::Condvar, out: Option<PathBuf>
         let found = list(&dir, out.as_mut(), &mut buf, &mut tally);
         let mut q = queue.lock().unwrap();
         q.busy -= 1;
-        if let Ok(subdirs) = &found {
-            q.dirs.extend(subdirs.iter().cloned());
-        }
+        let found = found.map(|subdirs| q.dirs.extend(subdirs));
         ready.notify_all();
         drop(q);
         found?;

@@ -493,8 +493,9 @@ fn build_trees(
         }
     };
     // Deepest first, and the directories of one depth in parallel: each needs only the ids
-    // of its subdirectories, one level down (a first capture's 1,001 trees took 50 ms on one
-    // thread).
+    // of its subdirectories, one level down (a first capture's 1,001 trees took 32 ms on one
+    // thread, 17-23 ms so).
+    let mut tree_ids: HashMap<Vec<u8>, ObjectId> = HashMap::with_capacity(dirs.len());
     let mut levels: Vec<Vec<(&Vec<u8>, &mut Vec<Found>)>> = Vec::new();
     for (dir, entries) in dirs.iter_mut() {
         let d = depth(dir);
@@ -503,7 +504,6 @@ fn build_trees(
         }
         levels[d].push((dir, entries));
     }
-    let mut tree_ids: HashMap<Vec<u8>, ObjectId> = HashMap::with_capacity(levels.len());
     for level in levels.into_iter().rev() {
         let built: Vec<(Vec<u8>, ObjectId)> = level
             .into_par_iter()
