@@ -9,6 +9,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use rewind_api::{ApiError, Context, ErrorKind, Service};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::events::Event;
@@ -158,7 +160,7 @@ pub(crate) fn give_back(shared: &Shared, key: Key, svc: Service) {
 }
 
 impl Connection {
-    fn send(&self, v: &Value) {
+    fn send(&self, v: &(impl Serialize + ?Sized)) {
         send(&self.out, v);
     }
 
@@ -171,9 +173,10 @@ impl Connection {
                 }
             }
             Ok(Message::Batch(rs)) => {
-                let answers: Vec<Value> = rs.into_iter().filter_map(|r| self.answer(r)).collect();
+                let answers: Vec<Box<RawValue>> =
+                    rs.into_iter().filter_map(|r| self.answer(r)).collect();
                 if !answers.is_empty() {
-                    self.send(&Value::Array(answers));
+                    self.send(&answers);
                 }
             }
         }
@@ -184,10 +187,10 @@ impl Connection {
     }
 
     /// The response to one request (`None` for a notification).
-    fn answer(&mut self, r: Result<Request, Value>) -> Option<Value> {
+    fn answer(&mut self, r: Result<Request, Value>) -> Option<Box<RawValue>> {
         let r = match r {
             Ok(r) => r,
-            Err(e) => return Some(e),
+            Err(e) => return Some(protocol::text(&e)),
         };
         self.shared.inflight.fetch_add(1, Ordering::SeqCst);
         let out = self.call(&r.method, r.params);
@@ -195,16 +198,16 @@ impl Connection {
         Some(respond(r.id?, &r.method, out))
     }
 
-    fn call(&mut self, method: &str, mut params: Value) -> Result<Value, Failure> {
+    fn call(&mut self, method: &str, mut params: Value) -> Result<Box<RawValue>, Failure> {
         match method {
             "subscribe" => {
                 let kinds = kinds(&params)?;
                 self.shared.hub.subscribe(self.id, kinds.clone());
-                return Ok(json!({ "subscribed": kinds }));
+                return Ok(protocol::text(&json!({ "subscribed": kinds })));
             }
             "unsubscribe" => {
                 self.shared.hub.subscribe(self.id, Vec::new());
-                return Ok(json!({ "subscribed": [] }));
+                return Ok(protocol::text(&json!({ "subscribed": [] })));
             }
             _ => {}
         }
@@ -289,9 +292,13 @@ pub(crate) fn run(
     session: &str,
     method: &str,
     params: Value,
-) -> Result<Value, Failure> {
-    let out = rewind_api::rpc::call(svc, method, params).ok_or(Failure::NoMethod)?;
-    if let Some(event) = Event::of(method, session, &out) {
+) -> Result<Box<RawValue>, Failure> {
+    let out = rewind_api::rpc::call_raw(svc, method, params).ok_or(Failure::NoMethod)?;
+    if let Some(event) = out
+        .as_ref()
+        .err()
+        .and_then(|e| Event::refused(method, session, e))
+    {
         shared.hub.publish(&event);
     }
     if method == "checkpoint" && out.is_ok() {
@@ -305,9 +312,13 @@ pub(crate) fn run(
 }
 
 /// The response to request `id` for `method`, from what running it gave.
-pub(crate) fn respond(id: Value, method: &str, out: Result<Value, Failure>) -> Value {
-    match out {
-        Ok(v) => protocol::result(id, v),
+pub(crate) fn respond(
+    id: Value,
+    method: &str,
+    out: Result<Box<RawValue>, Failure>,
+) -> Box<RawValue> {
+    let error = match out {
+        Ok(v) => return protocol::result(&id, &v),
         Err(Failure::NoMethod) => protocol::error(
             id,
             protocol::METHOD_NOT_FOUND,
@@ -319,7 +330,8 @@ pub(crate) fn respond(id: Value, method: &str, out: Result<Value, Failure>) -> V
             data["exit_code"] = json!(e.kind.exit_code());
             protocol::error(id, e.kind.jsonrpc_code(), &e.message, Some(data))
         }
-    }
+    };
+    protocol::text(&error)
 }
 
 /// Why a call has no result.
@@ -361,7 +373,7 @@ fn kinds(params: &Value) -> Result<Vec<String>, Failure> {
 }
 
 /// Writes one message and a newline, whole (a writer's lock is held for the line).
-pub fn send(out: &Writer, v: &Value) {
+pub fn send(out: &Writer, v: &(impl Serialize + ?Sized)) {
     let mut line = serde_json::to_vec(v).unwrap_or_default();
     line.push(b'\n');
     if let Ok(mut w) = out.lock() {

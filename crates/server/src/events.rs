@@ -37,15 +37,13 @@ pub struct Event {
 
 impl Event {
     /// The event a request's failure is, if any: a guarded write refused.
-    pub fn of(method: &str, session: &str, out: &Result<Value, ApiError>) -> Option<Event> {
-        match (method, out) {
-            ("write" | "edit" | "apply-patch", Err(e)) if e.kind == ErrorKind::Guard => {
-                Some(Event {
-                    kind: "guard",
-                    session: session.to_string(),
-                    detail: serde_json::to_value(e).unwrap_or(Value::Null),
-                })
-            }
+    pub fn refused(method: &str, session: &str, e: &ApiError) -> Option<Event> {
+        match method {
+            "write" | "edit" | "apply-patch" if e.kind == ErrorKind::Guard => Some(Event {
+                kind: "guard",
+                session: session.to_string(),
+                detail: serde_json::to_value(e).unwrap_or(Value::Null),
+            }),
             _ => None,
         }
     }

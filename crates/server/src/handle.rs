@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rewind_api::{ApiError, ErrorKind, Service};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::connection::{self, Failure};
@@ -46,28 +47,29 @@ impl Handle {
     /// The answer to one JSON-RPC message (a request or a batch, as a socket client sends it
     /// on a line); `None` when it holds only notifications. `subscribe` is not among its
     /// methods: a front in the process hears events through [`Handle::events`].
-    pub fn answer(&self, message: &[u8]) -> Option<Value> {
+    pub fn answer(&self, message: &[u8]) -> Option<Box<RawValue>> {
         match protocol::parse(message) {
-            Err(e) => Some(e),
+            Err(e) => Some(protocol::text(&e)),
             Ok(Message::One(r)) => self.answer_one(r),
             Ok(Message::Batch(rs)) => {
-                let answers: Vec<Value> =
+                let answers: Vec<Box<RawValue>> =
                     rs.into_iter().filter_map(|r| self.answer_one(r)).collect();
-                (!answers.is_empty()).then_some(Value::Array(answers))
+                let batch = serde_json::value::to_raw_value(&answers).expect("JSON text encodes");
+                (!answers.is_empty()).then_some(batch)
             }
         }
     }
 
-    fn answer_one(&self, r: Result<Request, Value>) -> Option<Value> {
+    fn answer_one(&self, r: Result<Request, Value>) -> Option<Box<RawValue>> {
         let r = match r {
             Ok(r) => r,
-            Err(e) => return Some(e),
+            Err(e) => return Some(protocol::text(&e)),
         };
         let out = self.call(&r.method, r.params);
         Some(connection::respond(r.id?, &r.method, out))
     }
 
-    fn call(&self, method: &str, mut params: Value) -> Result<Value, Failure> {
+    fn call(&self, method: &str, mut params: Value) -> Result<Box<RawValue>, Failure> {
         if matches!(method, "subscribe" | "unsubscribe") {
             return Err(Failure::NoMethod);
         }

@@ -1,6 +1,8 @@
 //! JSON-RPC 2.0 framing: one JSON value per line, a request or a batch (an array of them);
 //! what goes wrong before a method runs is answered with the specification's codes.
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 /// The largest message read, in bytes: a longer line is answered with an error and skipped.
@@ -92,9 +94,25 @@ fn invalid(id: Value, why: &str) -> Value {
     )
 }
 
-/// A success response.
-pub fn result(id: Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+/// A success response, around a result already encoded.
+pub fn result(id: &Value, result: &RawValue) -> Box<RawValue> {
+    #[derive(Serialize)]
+    struct Success<'a> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: &'a RawValue,
+    }
+    let success = Success {
+        jsonrpc: "2.0",
+        id,
+        result,
+    };
+    serde_json::value::to_raw_value(&success).expect("JSON values and text encode")
+}
+
+/// A message built as a [`Value`], as text.
+pub fn text(v: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(v).expect("JSON values encode")
 }
 
 /// An error response.

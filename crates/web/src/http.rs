@@ -204,7 +204,12 @@ impl App {
             return text(request, 413, "the request is larger than 16 MiB");
         }
         match self.handle.answer(&body) {
-            Some(answer) => json_response(request, 200, &answer),
+            Some(answer) => respond(
+                request,
+                200,
+                "application/json",
+                answer.get().as_bytes().to_vec(),
+            ),
             None => respond(request, 204, "text/plain", Vec::new()),
         }
     }
