@@ -364,7 +364,7 @@ impl crate::Store {
         let unpacked: Vec<ObjectId> = {
             let conn = self.index.conn();
             let mut st = conn.prepare_cached(
-                "SELECT id FROM store_objects WHERE kind = ?1 AND id NOT IN \
+                "SELECT id FROM store_objects_all WHERE kind = ?1 AND id NOT IN \
                  (SELECT clone FROM store_clone_packed) \
                  UNION SELECT id FROM store_inline WHERE kind = ?1 AND id NOT IN \
                  (SELECT clone FROM store_clone_packed)",
@@ -404,7 +404,7 @@ impl crate::Store {
     /// Drops the pairs of clones no longer indexed (after a sweep removed them).
     pub(crate) fn forget_unindexed_clone_pairs(&self) -> Result<()> {
         self.index.conn().execute(
-            "DELETE FROM store_clone_packed WHERE clone NOT IN (SELECT id FROM store_objects) \
+            "DELETE FROM store_clone_packed WHERE clone NOT IN (SELECT id FROM store_objects_all) \
              AND clone NOT IN (SELECT id FROM store_inline)",
             [],
         )?;

@@ -132,7 +132,7 @@ impl Store {
         let conn = self.index.conn();
         let mut out = HashMap::new();
         for (sql, packed) in [
-            ("SELECT id, kind, stored_len FROM store_objects", true),
+            ("SELECT id, kind, stored_len FROM store_objects_all", true),
             ("SELECT id, kind, length(data) FROM store_inline", false),
         ] {
             let mut st = conn.prepare(sql)?;
@@ -468,6 +468,9 @@ impl Store {
             ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
         };
         let result = (|| -> Result<()> {
+            // Every row in the main table first: the statements below then see each packed
+            // object's row in one table, and no row of a doomed pack stays behind in the other.
+            crate::index::fold(&conn)?;
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs() as i64)

@@ -12,12 +12,17 @@
 //! committing connection, and a `PASSIVE` one never blocks a writer or a reader. What changes
 //! is only when the copy happens. Short-lived processes keep the automatic checkpoint (and the
 //! restart at exit, see `Index`'s drop).
+//!
+//! The same thread folds the index's recent rows into its main table once there are more than
+//! [`FOLD_IN_BACKGROUND_AT`] of them (see `index::FOLD_AT`), so that a server's commits
+//! neither grow that table to its bound nor pay for the fold. A fold is one transaction, as
+//! safe on this connection as on any other.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use crate::index::{open_database, AUTOCHECKPOINT_PAGES};
+use crate::index::{fold_if_over, open_database, AUTOCHECKPOINT_PAGES, FOLD_IN_BACKGROUND_AT};
 use crate::Result;
 
 /// Checkpoints one database's WAL on its own thread when asked. Dropping it stops the thread.
@@ -39,6 +44,8 @@ struct State {
     stop: bool,
     /// Checkpoints that copied every frame of the WAL, some of them first.
     completed: u64,
+    /// Folds of the index's recent rows that moved some.
+    folds: u64,
 }
 
 impl WalCheckpointer {
@@ -84,6 +91,15 @@ impl WalCheckpointer {
             .unwrap_or_else(|p| p.into_inner())
             .completed
     }
+
+    /// How many folds of the index's recent rows moved some (for tests and traces).
+    pub fn folds(&self) -> u64 {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .folds
+    }
 }
 
 impl Drop for WalCheckpointer {
@@ -110,6 +126,12 @@ fn run(conn: &rusqlite::Connection, shared: &Shared) {
                 return;
             }
             st.asked = false;
+        }
+        // A failure (another process holding the write lock past the busy timeout) is retried
+        // at the next nudge; commits fold themselves at the table's bound meanwhile.
+        if matches!(fold_if_over(conn, FOLD_IN_BACKGROUND_AT), Ok(n) if n > 0) {
+            let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.folds += 1;
         }
         // NOOP only reads the WAL index: how many frames the log holds, and how many of them
         // are already in the database (a checkpoint by another connection, or a commit's own

@@ -149,14 +149,14 @@ fn object_rows_naming_no_pack_row_are_missing() {
     db.pragma_update(None, "foreign_keys", false).unwrap();
     let pack: i64 = db
         .query_row(
-            "SELECT pack FROM store_objects WHERE id = ?1",
+            "SELECT pack FROM store_objects_all WHERE id = ?1",
             [&ids[0].0[..]],
             |r| r.get(0),
         )
         .unwrap();
     let held: i64 = db
         .query_row(
-            "SELECT count(*) FROM store_objects WHERE pack = ?1",
+            "SELECT count(*) FROM store_objects_all WHERE pack = ?1",
             [pack],
             |r| r.get(0),
         )

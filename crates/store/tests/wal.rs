@@ -116,3 +116,43 @@ fn the_wal_stays_bounded_while_commits_go_on() {
         "the WAL is {size} bytes after 8 commits of {one}: it is not started over"
     );
 }
+
+/// Rows in each of the index's two tables of packed objects (the recent ones, the rest).
+fn rows(t: &TestStore) -> (i64, i64) {
+    let db = rusqlite::Connection::open(t.dir.path().join("meta.sqlite")).unwrap();
+    let count = |table: &str| -> i64 {
+        db.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    (count("store_objects_recent"), count("store_objects"))
+}
+
+/// Small commits leave their rows in the index's table of recent rows; once there are more
+/// than the thread's bound (2,048), the thread folds them into the main table when nudged,
+/// and every object is still read back.
+#[test]
+fn the_thread_folds_the_recent_rows_when_nudged() {
+    let t = TestStore::new();
+    let c = t.store.start_wal_checkpointer().unwrap();
+    t.store.leave_checkpoints_to(&c).unwrap();
+    let mut ids = Vec::new();
+    for seed in 0..3 {
+        let w = t.store.writer().unwrap();
+        for i in 0..1000 {
+            ids.push(w.put_blob(&random(seed * 1000 + i, 100)).unwrap());
+        }
+        w.commit().unwrap();
+    }
+    assert_eq!(rows(&t), (3000, 0), "commits under the bound do not fold");
+    c.nudge();
+    let start = Instant::now();
+    while c.folds() < 1 {
+        assert!(start.elapsed() < Duration::from_secs(30), "no fold");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(rows(&t), (0, 3000));
+    for (k, id) in ids.iter().enumerate() {
+        let (seed, i) = (k as u64 / 1000, k as u64 % 1000);
+        assert_eq!(t.store.read_blob(id).unwrap(), random(seed * 1000 + i, 100));
+    }
+}

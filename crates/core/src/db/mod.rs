@@ -160,7 +160,7 @@ pub(crate) fn copy_store_index(db: &Connection, src: &std::path::Path) -> Result
              INSERT OR IGNORE INTO main.store_objects
                  (id, pack, kind, compression, offset, stored_len, raw_len)
                  SELECT o.id, m.id, o.kind, o.compression, o.offset, o.stored_len, o.raw_len
-                 FROM parent.store_objects o
+                 FROM parent.store_objects_all o
                  JOIN parent.store_packs p ON p.id = o.pack
                  JOIN main.store_packs m ON m.name = p.name;
              INSERT OR IGNORE INTO main.store_inline (id, kind, compression, raw_len, data)
