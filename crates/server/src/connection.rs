@@ -165,6 +165,7 @@ impl Connection {
     }
 
     fn message(&mut self, line: &[u8]) {
+        rewind_api::trace::phase("rpc: message read");
         match protocol::parse(line) {
             Err(e) => self.send(&e),
             Ok(Message::One(r)) => {
@@ -180,6 +181,7 @@ impl Connection {
                 }
             }
         }
+        rewind_api::trace::phase("rpc: answered");
         // After the answer went out: a checkpoint it made due is no client's wait.
         if let Some(w) = &self.shared.wal {
             w.nudge();

@@ -399,6 +399,7 @@ impl Workspace {
             .into_iter()
             .map(|r| r.change)
             .collect();
+        crate::base::trace::phase("settle: read back");
         Ok(Settled {
             epoch: row,
             changes,
