@@ -159,6 +159,9 @@ pub(crate) struct Index {
     conn: ReentrantMutex<Connection>,
     /// Checkpoint the WAL at close past `WAL_RESTART_EAGERLY_AT` rather than `WAL_RESTART_AT`.
     eager_checkpoint: std::sync::atomic::AtomicBool,
+    /// Where this connection counts the rows it adds to `store_objects_recent`, when a thread
+    /// of the process folds them (see `wal.rs`): it then looks only when there may be enough.
+    pub(crate) recent_added: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 /// Opens a connection to the SQLite database the store shares with the rest of Rewind, set up
@@ -315,6 +318,7 @@ impl Index {
             path: path.to_owned(),
             conn: ReentrantMutex::new(conn),
             eager_checkpoint: Default::default(),
+            recent_added: Default::default(),
         };
         let conn = index.conn.get_mut();
         // Every process opens the index: the usual case, a current schema, costs one query.
@@ -513,6 +517,10 @@ impl Index {
             for row in chunks.remainder() {
                 bind_objects(&mut add_one, std::slice::from_ref(row))?;
                 add_one.raw_execute()?;
+            }
+            if let (Table::Recent, Some(added)) = (table, self.recent_added.get()) {
+                // Counted before the commit: a count too high costs the thread one look.
+                added.fetch_add(rows.len(), std::sync::atomic::Ordering::Relaxed);
             }
             let mut add_inline = conn.prepare_cached(
                 "INSERT OR IGNORE INTO store_inline (id, kind, compression, raw_len, data)

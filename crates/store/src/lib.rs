@@ -428,13 +428,15 @@ impl Store {
     }
 
     /// Turns this store's automatic WAL checkpoint off, leaving checkpoints to `checkpointer`,
-    /// if that checkpoints this store's database (else changes nothing). Its owner must nudge
+    /// and the fold of the index's recent rows too (counting the rows it adds for it), if that
+    /// checkpoints this store's database (else changes nothing). Its owner must nudge
     /// it after commits, or the WAL grows without bound.
     pub fn leave_checkpoints_to(&self, checkpointer: &WalCheckpointer) -> Result<()> {
         if checkpointer.db() == self.index.path {
             self.index
                 .conn()
                 .pragma_update(None, "wal_autocheckpoint", 0)?;
+            let _ = self.index.recent_added.set(checkpointer.recent_added());
         }
         Ok(())
     }
