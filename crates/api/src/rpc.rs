@@ -23,7 +23,7 @@ pub fn call(svc: &Service, method: &str, params: Value) -> Option<Result<Value, 
 
 /// [`call`] with the result as JSON text, for a front that sends it on as it is: serialized
 /// once, straight from the response. (Built as a [`Value`], copied into a message and written
-/// out, the 1,000 changes of an `exec` cost about as long again as recording them.)
+/// out, the answer listing an `exec`'s 1,000 changes took 4-10 ms, more than recording them.)
 pub fn call_raw(
     svc: &Service,
     method: &str,
