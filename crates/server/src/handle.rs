@@ -54,8 +54,8 @@ impl Handle {
             Ok(Message::Batch(rs)) => {
                 let answers: Vec<Box<RawValue>> =
                     rs.into_iter().filter_map(|r| self.answer_one(r)).collect();
-                let batch = serde_json::value::to_raw_value(&answers).expect("JSON text encodes");
-                (!answers.is_empty()).then_some(batch)
+                (!answers.is_empty())
+                    .then(|| serde_json::value::to_raw_value(&answers).expect("JSON text encodes"))
             }
         }
     }

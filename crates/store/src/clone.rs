@@ -330,11 +330,7 @@ impl crate::Store {
             return Ok(());
         }
         let conn = self.index.conn();
-        let own = conn.is_autocommit();
-        if own {
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-        }
-        let result = (|| -> Result<()> {
+        crate::index::in_transaction(&conn, || {
             let mut st = conn.prepare_cached(
                 "INSERT OR IGNORE INTO store_clone_packed (clone, content) VALUES (?1, ?2)",
             )?;
@@ -342,17 +338,8 @@ impl crate::Store {
                 st.execute([&clone.0[..], &content.0[..]])?;
             }
             Ok(())
-        })();
-        match (result, own) {
-            (Ok(()), true) => Ok(conn.execute_batch("COMMIT")?),
-            (Ok(()), false) => Ok(()),
-            (Err(e), own) => {
-                if own {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-                Err(e)
-            }
-        }
+        })?;
+        Ok(())
     }
 
     /// Packs the content of every clone that has no packed twin yet, as a capture without

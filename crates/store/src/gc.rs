@@ -449,10 +449,6 @@ impl Store {
     /// one: then it commits with the caller's rows).
     pub fn commit_sweep(&self, plan: &SweepPlan) -> Result<()> {
         let conn = self.index.conn();
-        let own = conn.is_autocommit();
-        if own {
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-        }
         // The packs that go: every row still naming one after the new packs' rows are in must
         // be a dead object's, and all of them are deleted by one scan (there is no index by
         // pack; a lookup per pack would be a scan per pack).
@@ -467,7 +463,7 @@ impl Store {
             ids.sort_unstable();
             ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
         };
-        let result = (|| -> Result<()> {
+        crate::index::in_transaction(&conn, || {
             // Every row in the main table first: the statements below then see each packed
             // object's row in one table, and no row of a doomed pack stays behind in the other.
             crate::index::fold(&conn)?;
@@ -547,21 +543,8 @@ impl Store {
                 [],
             )?;
             Ok(())
-        })();
-        match result {
-            Ok(()) => {
-                if own {
-                    conn.execute_batch("COMMIT")?;
-                }
-                Ok(())
-            }
-            Err(e) => {
-                if own {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-                Err(e)
-            }
-        }
+        })?;
+        Ok(())
     }
 
     /// After [`Store::commit_sweep`] is durable: removes the files of the packs no row names

@@ -22,7 +22,28 @@ use crate::{Error, ObjectId, ObjectKind, Result, StoreStats};
 
 const SCHEMA_VERSION: &str = "7";
 
-const SCHEMA: &str = "
+/// The table of recent object rows and the view readers read (see [`FOLD_AT`]): in the schema
+/// and in the migration that adds them, written once so that both make the same tables.
+macro_rules! recent_rows_schema {
+    () => {
+        "
+CREATE TABLE IF NOT EXISTS store_objects_recent (
+    id          BLOB PRIMARY KEY,
+    pack        INTEGER NOT NULL REFERENCES store_packs(id),
+    kind        INTEGER NOT NULL,
+    compression INTEGER NOT NULL,
+    offset      INTEGER NOT NULL,
+    stored_len  INTEGER NOT NULL,
+    raw_len     INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE VIEW IF NOT EXISTS store_objects_all AS
+    SELECT * FROM store_objects UNION ALL SELECT * FROM store_objects_recent;
+"
+    };
+}
+
+const SCHEMA: &str = concat!(
+    "
 CREATE TABLE IF NOT EXISTS store_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -54,18 +75,9 @@ CREATE TABLE IF NOT EXISTS store_clone_packed (
     clone   BLOB PRIMARY KEY,
     content BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS store_objects_recent (
-    id          BLOB PRIMARY KEY,
-    pack        INTEGER NOT NULL REFERENCES store_packs(id),
-    kind        INTEGER NOT NULL,
-    compression INTEGER NOT NULL,
-    offset      INTEGER NOT NULL,
-    stored_len  INTEGER NOT NULL,
-    raw_len     INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE VIEW IF NOT EXISTS store_objects_all AS
-    SELECT * FROM store_objects UNION ALL SELECT * FROM store_objects_recent;
-";
+",
+    recent_rows_schema!()
+);
 
 /// Version 1 had no inline objects.
 const MIGRATE_1_TO_2: &str = "
@@ -110,20 +122,10 @@ UPDATE store_meta SET value = '6' WHERE key = 'schema_version';
 
 /// Version 7 indexes small batches of packed objects in `store_objects_recent` first (see
 /// [`Index::insert`]): a binary that reads only `store_objects` would miss them.
-const MIGRATE_6_TO_7: &str = "
-CREATE TABLE IF NOT EXISTS store_objects_recent (
-    id          BLOB PRIMARY KEY,
-    pack        INTEGER NOT NULL REFERENCES store_packs(id),
-    kind        INTEGER NOT NULL,
-    compression INTEGER NOT NULL,
-    offset      INTEGER NOT NULL,
-    stored_len  INTEGER NOT NULL,
-    raw_len     INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE VIEW IF NOT EXISTS store_objects_all AS
-    SELECT * FROM store_objects UNION ALL SELECT * FROM store_objects_recent;
-UPDATE store_meta SET value = '7' WHERE key = 'schema_version';
-";
+const MIGRATE_6_TO_7: &str = concat!(
+    recent_rows_schema!(),
+    "UPDATE store_meta SET value = '7' WHERE key = 'schema_version';"
+);
 
 /// An object small enough to be kept in the index itself rather than in a pack: see
 /// `Writer::commit`.
@@ -477,11 +479,7 @@ impl Index {
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0);
         let conn = self.conn();
-        let own = conn.is_autocommit();
-        if own {
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-        }
-        let result = (|| -> Result<()> {
+        let ((), own) = in_transaction(&conn, || {
             let mut add_pack = conn.prepare_cached(
                 "INSERT OR IGNORE INTO store_packs (name, size, objects, created_at)
                  VALUES (?1, ?2, ?3, ?4)",
@@ -536,20 +534,12 @@ impl Index {
                 ])?;
             }
             Ok(())
-        })();
-        match result {
-            Ok(()) if own => {
-                conn.execute_batch("COMMIT")?;
-                Ok(Inserted::Committed)
-            }
-            Ok(()) => Ok(Inserted::InCallersTransaction),
-            Err(e) => {
-                if own {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-                Err(e)
-            }
-        }
+        })?;
+        Ok(if own {
+            Inserted::Committed
+        } else {
+            Inserted::InCallersTransaction
+        })
     }
 
     /// An inline object's entry (offset 0) and stored bytes.
@@ -754,11 +744,7 @@ fn recent_rows(conn: &Connection) -> Result<usize> {
 /// other copy is dead weight in its pack. No id stops being indexed, so readers (which read
 /// both tables in one statement) and `sweeps` see no difference. Returns the rows moved.
 pub(crate) fn fold(conn: &Connection) -> Result<usize> {
-    let own = conn.is_autocommit();
-    if own {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-    }
-    let moved = (|| -> Result<usize> {
+    let (moved, _) = in_transaction(conn, || {
         conn.prepare_cached(
             "INSERT OR IGNORE INTO store_objects
                  (id, pack, kind, compression, offset, stored_len, raw_len)
@@ -769,13 +755,29 @@ pub(crate) fn fold(conn: &Connection) -> Result<usize> {
         Ok(conn
             .prepare_cached("DELETE FROM store_objects_recent")?
             .execute([])?)
-    })();
-    match moved {
-        Ok(n) if own => {
-            conn.execute_batch("COMMIT")?;
-            Ok(n)
+    })?;
+    Ok(moved)
+}
+
+/// Runs `f` inside the connection's transaction when it is in one (the caller's rows then
+/// commit or roll back with its own), else inside a transaction of its own (`BEGIN
+/// IMMEDIATE`), committed when `f` succeeds and rolled back when it fails. Also says whether
+/// the transaction was its own.
+pub(crate) fn in_transaction<T>(
+    conn: &Connection,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<(T, bool)> {
+    let own = conn.is_autocommit();
+    if own {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+    }
+    match f() {
+        Ok(v) => {
+            if own {
+                conn.execute_batch("COMMIT")?;
+            }
+            Ok((v, own))
         }
-        Ok(n) => Ok(n),
         Err(e) => {
             if own {
                 let _ = conn.execute_batch("ROLLBACK");
