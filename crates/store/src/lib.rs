@@ -48,7 +48,7 @@ pub use known::KnownIds;
 pub use transfer::{link_store_files, pack_tail_ids, PackFile};
 pub use tree::{valid_name, EntryKind, Listing, Tree, TreeEntry, FANOUT_AT};
 pub use wal::WalCheckpointer;
-pub use writer::Writer;
+pub use writer::{Prepared, Writer};
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -297,6 +297,11 @@ pub struct Store {
 }
 
 impl Store {
+    /// The tunables it was opened with.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
     /// Opens (creating if needed) the store whose packs live in `packs_dir` and whose index
     /// lives in the SQLite database `index_db` (which other crates share for their own tables).
     /// Cleans up temporary packs of dead writers and adopts orphan packs.

@@ -201,26 +201,52 @@ impl<'s> Writer<'s> {
 
     fn put(&self, kind: ObjectKind, data: &[u8]) -> Result<ObjectId> {
         let id = ObjectId::compute(kind, data);
-        // The state's lock is let go before the index lookup: a guard taken in the first
-        // operand of `||` would live through the second, holding every other putting thread
-        // (and the pack appends) behind this one's SQLite query.
-        let written = self.state()?.written.contains(&id);
-        if written || self.indexed(&id)? {
+        if self.has(&id)? {
             return Ok(id);
         }
-        let raw_len = u32::try_from(data.len())
-            .map_err(|_| Error::Format(format!("object of {} bytes is too large", data.len())))?;
+        let raw_len = raw_len(data)?;
         let compressed = compress::compress(data, self.store.config.zstd_level);
         let (compression, stored) = match &compressed {
             Some(c) => (Compression::Zstd, c.as_slice()),
             None => (Compression::Raw, data),
         };
+        self.append(id, kind, compression, raw_len, stored)?;
+        Ok(id)
+    }
 
+    /// Stores content hashed and compressed ahead of this writer (see [`Prepared`]), as
+    /// [`Writer::put_content`] would have stored the same bytes, and returns its id.
+    pub fn put_prepared(&self, p: &Prepared) -> Result<ObjectId> {
+        if !self.has(&p.id)? {
+            self.append(p.id, ObjectKind::Blob, p.compression, p.raw_len, &p.stored)?;
+        }
+        Ok(p.id)
+    }
+
+    /// Whether `id` is written by this writer or already indexed: nothing to store.
+    fn has(&self, id: &ObjectId) -> Result<bool> {
+        // The state's lock is let go before the index lookup: a guard taken in the first
+        // operand of `||` would live through the second, holding every other putting thread
+        // (and the pack appends) behind this one's SQLite query.
+        let written = self.state()?.written.contains(id);
+        Ok(written || self.indexed(id)?)
+    }
+
+    /// Appends one object not stored yet, kept in memory while the writer is under its inline
+    /// limit, else in the open pack, which is handed to a thread to be sealed once full.
+    fn append(
+        &self,
+        id: ObjectId,
+        kind: ObjectKind,
+        compression: Compression,
+        raw_len: u32,
+        stored: &[u8],
+    ) -> Result<()> {
         let full = {
             let mut guard = self.state()?;
             let st = &mut *guard;
             if st.written.contains(&id) {
-                return Ok(id); // another thread stored it meanwhile
+                return Ok(()); // another thread stored it meanwhile
             }
             st.written.insert(id);
             st.stats.new_objects += 1;
@@ -234,7 +260,7 @@ impl<'s> Writer<'s> {
                     raw_len,
                     stored: stored.to_vec(),
                 });
-                return Ok(id);
+                return Ok(());
             }
             let mut pack = match st.open.take() {
                 Some(p) => p,
@@ -288,7 +314,7 @@ impl<'s> Writer<'s> {
                 self.finish_seal(h)?;
             }
         }
-        Ok(id)
+        Ok(())
     }
 
     /// Waits for one sealing thread and files its pack (or its error).
@@ -511,6 +537,56 @@ impl<'s> Writer<'s> {
         st.stats.new_pack_bytes = published.iter().map(|p| p.size).sum();
         Ok(std::mem::take(&mut st.stats))
     }
+}
+
+/// File content hashed and compressed before any writer exists, to be stored later by
+/// [`Writer::put_prepared`]: what a server does on its idle core while an agent's command
+/// runs, so that the capture after the command only appends it. Only content that is one
+/// blob ([`crate::CHUNK_THRESHOLD`] bytes at most): its id is then the content's id, the one
+/// [`Writer::put_content`] gives the same bytes.
+pub struct Prepared {
+    id: ObjectId,
+    compression: Compression,
+    raw_len: u32,
+    stored: Vec<u8>,
+}
+
+impl Prepared {
+    /// Hashes and compresses `content` (at zstd `level`, the store's `zstd_level`); `None`
+    /// when it is too large to be one blob.
+    pub fn content(content: &[u8], level: i32) -> Option<Prepared> {
+        if content.len() as u64 > crate::CHUNK_THRESHOLD {
+            return None;
+        }
+        let raw_len = raw_len(content).ok()?;
+        let id = ObjectId::compute(ObjectKind::Blob, content);
+        let (compression, stored) = match compress::compress(content, level) {
+            Some(c) => (Compression::Zstd, c),
+            None => (Compression::Raw, content.to_vec()),
+        };
+        Some(Prepared {
+            id,
+            compression,
+            raw_len,
+            stored,
+        })
+    }
+
+    /// The content's id.
+    pub fn id(&self) -> ObjectId {
+        self.id
+    }
+
+    /// The bytes it will take in a pack (compressed, or raw when that is smaller).
+    pub fn stored_len(&self) -> usize {
+        self.stored.len()
+    }
+}
+
+/// An object's length as its record holds it.
+fn raw_len(data: &[u8]) -> Result<u32> {
+    u32::try_from(data.len())
+        .map_err(|_| Error::Format(format!("object of {} bytes is too large", data.len())))
 }
 
 struct WriterSink<'a, 's>(&'a Writer<'s>);

@@ -117,3 +117,54 @@ fn dedup_holds_past_the_index_snapshot() {
     assert_eq!(w.commit().unwrap().new_objects, 1500);
     assert_eq!(t.store.stats().unwrap().objects, 3000);
 }
+
+/// Content prepared ahead of a writer is stored as `put_content` stores the same bytes: the
+/// same id, read back whole, deduplicated against what is stored and within the writer, in
+/// an inline row or in a pack; content too large for one blob is not prepared.
+#[test]
+fn prepared_content_is_stored_as_put_content_stores_it() {
+    use rewind_store::Prepared;
+    for inline_limit in [1 << 20, 0] {
+        let t = TestStore::with_config(StoreConfig {
+            inline_limit,
+            ..Default::default()
+        });
+        let text = b"fn main() { println!(\"hello\"); }\n".repeat(64);
+        let noise = random(4, 3000);
+        let w = t.store.writer().unwrap();
+        let (stored_id, _) = w.put_content(&mut noise.as_slice()).unwrap();
+        w.commit().unwrap();
+        let before = t.store.stats().unwrap();
+
+        let w = t.store.writer().unwrap();
+        for content in [&text[..], &noise[..], b""] {
+            let p = Prepared::content(content, 1).unwrap();
+            assert_eq!(p.id(), w.put_prepared(&p).unwrap());
+            assert_eq!(
+                w.put_prepared(&p).unwrap(),
+                p.id(),
+                "a second put is the same"
+            );
+            let (id, _) = w.put_content(&mut &content[..]).unwrap();
+            assert_eq!(id, p.id(), "put_content gives prepared content's id");
+        }
+        let small = Prepared::content(&text, 1).unwrap();
+        assert!(small.stored_len() < text.len(), "text is compressed");
+        let stats = w.commit().unwrap();
+        assert_eq!(
+            stats.new_objects, 2,
+            "the text and the empty content; noise was stored"
+        );
+        let after = t.store.stats().unwrap();
+        assert_eq!(after.objects, before.objects + 2);
+        for (id, content) in [(small.id(), &text[..]), (stored_id, &noise[..])] {
+            let mut out = Vec::new();
+            t.store.read_content(&id, &mut out).unwrap();
+            assert_eq!(out, content, "inline limit {inline_limit}");
+        }
+    }
+    let over = vec![7u8; (rewind_store::CHUNK_THRESHOLD + 1) as usize];
+    assert!(Prepared::content(&over, 1).is_none(), "more than one blob");
+    let at = vec![7u8; rewind_store::CHUNK_THRESHOLD as usize];
+    assert!(Prepared::content(&at, 1).is_some());
+}
