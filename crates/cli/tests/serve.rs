@@ -483,8 +483,10 @@ fn changed(result: &Value) -> Vec<String> {
 /// what a walk would: what changed while no server ran (found when it starts), editor save
 /// patterns (write to a temporary file and rename over, delete and create, `sed -i`), rename
 /// storms of files and directories, changes deep inside a directory made and filled at once,
-/// and a burst of 20,000 files that overflows the kernel's event queue (16,384 by default):
-/// the watcher then cannot vouch and the capture walks.
+/// and a burst of 20,000 deletions, more events than the kernel's queue holds (16,384 by
+/// default): where they come faster than the server's thread reads them, the queue overflows,
+/// the watcher cannot vouch and the capture walks (`an_overflowed_queue_means_a_full_scan`
+/// in the watcher's own tests makes it overflow for certain).
 #[test]
 fn the_servers_watcher_records_exactly_what_a_walk_would() {
     let env = Env::new();

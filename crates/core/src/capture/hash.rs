@@ -1,10 +1,11 @@
 //! Capturing one entry the stat cache could not vouch for: reading and storing it (or
 //! cloning it), or taking an id that still stands for it (hashed ahead by a background
-//! baseline, or the clone its previous capture made), or making it uncovered, saying why.
+//! baseline, or the clone its previous capture made), or content a live watcher's thread
+//! read ahead, or making it uncovered, saying why.
 
 use std::fs::File;
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -14,6 +15,7 @@ use rewind_store::{EntryKind, ObjectId, Store, Writer};
 use super::scan::{self, Found};
 use super::state::State;
 use super::{CaptureOptions, BUDGET_REASON};
+use crate::fs::read::open_for_capture;
 use crate::fs::relpath;
 use crate::fs::root::RootDir;
 use crate::Error;
@@ -70,6 +72,17 @@ pub(super) fn hash_one(ctx: &HashCtx, dir: &[u8], f: &mut Found) -> Result<Took,
         }
     }
     let rel = relpath::join(dir, &f.stat.name);
+    let ahead = opts.ahead.filter(|_| f.stat.size <= opts.max_file_size);
+    if let Some((object, racy)) = ahead.and_then(|a| a.vouch(&rel, &f.stat)) {
+        f.stat.id = writer.put_prepared(object)?;
+        f.known = true;
+        if racy {
+            // Modified in the tick the take read the queue in: a later write in that tick
+            // could leave the stat as it is, so the next capture that looks reads it again.
+            f.stat.mtime_ns = -1;
+        }
+        return Ok(Took::Read);
+    }
     let abs = relpath::to_path(root, &rel);
     if f.stat.kind == EntryKind::Symlink {
         let target = match read_link(root, &abs, &rel) {
@@ -170,40 +183,6 @@ fn same_clone(ctx: &HashCtx, rel: &[u8], f: &Found, file: &File) -> Option<Objec
     };
     let same = rewind_store::same_content(file, &clone).ok()?;
     same.then_some(prev.id)
-}
-
-/// Opens a file to read its content: never through a final symlink, never blocking on a FIFO
-/// swapped in since the walk, and without updating its access time where the kernel allows it
-/// (`O_NOATIME` needs the file's owner or CAP_FOWNER). A capture is not a use of the file:
-/// it should leave no trace on it, and at 100k files the atime updates are each an inode
-/// written to the journal (5 % of a first capture's samples in one profile).
-///
-/// A path longer than the kernel takes (`ENAMETOOLONG`: deeper than `PATH_MAX`) is opened by
-/// descriptors from the root instead, one component at a time.
-pub(super) fn open_for_capture(root: &Path, abs: &Path, rel: &[u8]) -> std::io::Result<File> {
-    static NOATIME_REFUSED: std::sync::atomic::AtomicBool =
-        std::sync::atomic::AtomicBool::new(false);
-    let open = |extra: i32| {
-        let r = File::options()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | extra)
-            .open(abs);
-        match r {
-            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
-                RootDir::open(root)?.open_read_with(rel, extra)
-            }
-            r => r,
-        }
-    };
-    if !NOATIME_REFUSED.load(Ordering::Relaxed) {
-        match open(libc::O_NOATIME) {
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                NOATIME_REFUSED.store(true, Ordering::Relaxed);
-            }
-            r => return r,
-        }
-    }
-    open(0)
 }
 
 /// A symlink's text (never followed), by descriptors when the path is too long for the kernel.

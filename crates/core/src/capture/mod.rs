@@ -29,7 +29,7 @@ use crate::config::IgnoredPolicy;
 use crate::fs::relpath;
 use crate::model::entry::{Change, Entry};
 use crate::Error;
-use hash::{hash_one, open_for_capture, HashCtx, Took};
+use hash::{hash_one, HashCtx, Took};
 use scan::{Found, Progress, Walk, WalkOptions};
 use state::{StatEntry, State};
 
@@ -44,6 +44,9 @@ pub struct CaptureOptions<'a> {
     pub watch: Option<&'a crate::capture::watch::Watcher>,
     /// Files hashed ahead (a background baseline): their ids stand in for reading them.
     pub prehashed: Option<&'a prehash::Prehashed>,
+    /// Files a live watcher's thread read ahead (see `watch::ahead`): their prepared content
+    /// stands in for reading them.
+    pub(crate) ahead: Option<&'a watch::HashedAhead>,
     /// Reuse a directory's cached listing when its stamp vouches for it (see `scan`);
     /// `None`: read every directory. [`scan::TRUST_GRANULE_NS`] outside tests.
     pub trust_granule_ns: Option<i64>,

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use rewind_store::{EntryKind, ObjectId, Writer};
+use rewind_store::{ObjectId, Writer};
 
 use crate::capture::state::StatEntry;
 use crate::fs::relpath;
@@ -64,7 +64,7 @@ impl Prehashed {
             .binary_search_by(|e| e.name.as_slice().cmp(&now.name))
             .ok()?;
         let e = &entries[i];
-        same_stat(e, now).then_some(e.id)
+        e.same_file(now).then_some(e.id)
     }
 }
 
@@ -139,30 +139,6 @@ impl<T> ByDir<T> {
             }
         }
         self.dirs
-    }
-}
-
-/// Kind, mode, size, mtime, ctime and inode all equal: the same file, as far as `lstat` tells.
-fn same_stat(a: &StatEntry, b: &StatEntry) -> bool {
-    a.kind == b.kind
-        && a.mode == b.mode
-        && a.size == b.size
-        && a.mtime_ns == b.mtime_ns
-        && a.ctime_ns == b.ctime_ns
-        && a.ino == b.ino
-}
-
-/// The entry of the regular file `rel` with metadata `m` and content `id`.
-fn file_entry(rel: &[u8], m: &std::fs::Metadata, id: ObjectId) -> StatEntry {
-    StatEntry {
-        name: relpath::split(rel).1.to_vec(),
-        kind: EntryKind::File,
-        mode: m.mode() & 0o7777,
-        size: m.size(),
-        mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-        ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
-        ino: m.ino(),
-        id,
     }
 }
 
@@ -241,7 +217,7 @@ fn hash_one(
     let abs = relpath::to_path(root, rel);
     // Not through a final symlink, not blocking on a FIFO (see `open_for_capture`); what was
     // opened is checked to be a regular file by its own stat.
-    let Ok(mut file) = super::open_for_capture(root, &abs, rel) else {
+    let Ok(mut file) = crate::fs::read::open_for_capture(root, &abs, rel) else {
         return Ok(None);
     };
     let Ok(before) = file.metadata() else {
@@ -258,8 +234,11 @@ fn hash_one(
     let Ok(after) = file.metadata() else {
         return Ok(None);
     };
-    let (b, a) = (file_entry(rel, &before, id), file_entry(rel, &after, id));
-    let unchanged = same_stat(&b, &a) && a.size == size;
+    let (b, a) = (
+        StatEntry::of_file(rel, &before, id),
+        StatEntry::of_file(rel, &after, id),
+    );
+    let unchanged = b.same_file(&a) && a.size == size;
     Ok((unchanged && a.mtime_ns < began).then_some(a))
 }
 
@@ -270,7 +249,7 @@ mod tests {
 
     fn stat_of(root: &Path, rel: &str) -> StatEntry {
         let m = std::fs::symlink_metadata(root.join(rel)).unwrap();
-        file_entry(rel.as_bytes(), &m, ObjectId::ZERO)
+        StatEntry::of_file(rel.as_bytes(), &m, ObjectId::ZERO)
     }
 
     fn store_in(dir: &Path) -> rewind_store::Store {
@@ -397,6 +376,7 @@ mod tests {
                 dirty: None,
                 watch: None,
                 prehashed: Some(&run.prehashed),
+                ahead: None,
                 trust_granule_ns: None,
             };
             let old = crate::capture::state::State::default();

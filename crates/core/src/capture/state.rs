@@ -43,6 +43,33 @@ pub struct StatEntry {
     pub id: ObjectId,
 }
 
+impl StatEntry {
+    /// The entry of the regular file `rel` with metadata `m` and content `id`.
+    pub(crate) fn of_file(rel: &[u8], m: &std::fs::Metadata, id: ObjectId) -> StatEntry {
+        StatEntry {
+            name: crate::fs::relpath::split(rel).1.to_vec(),
+            kind: EntryKind::File,
+            mode: m.mode() & 0o7777,
+            size: m.size(),
+            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+            ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+            ino: m.ino(),
+            id,
+        }
+    }
+
+    /// Kind, mode, size, mtime, ctime and inode all equal: the same file, as far as `lstat`
+    /// tells (the content ids are not compared).
+    pub(crate) fn same_file(&self, other: &StatEntry) -> bool {
+        self.kind == other.kind
+            && self.mode == other.mode
+            && self.size == other.size
+            && self.mtime_ns == other.mtime_ns
+            && self.ctime_ns == other.ctime_ns
+            && self.ino == other.ino
+    }
+}
+
 /// Which `state.bin` a [`State`] in memory corresponds to: the file's device, inode, size and
 /// mtime. A save writes a new file and renames it into place (a new inode; the rename keeps
 /// the mtime), so a process that kept the state it loaded or saved can tell, with one `stat`,

@@ -26,6 +26,7 @@ fn options(trust_granule_ns: Option<i64>) -> CaptureOptions<'static> {
         dirty: None,
         watch: None,
         prehashed: None,
+        ahead: None,
         trust_granule_ns,
     }
 }

@@ -1,9 +1,10 @@
 //! The workspace on disk: workspace-relative paths ([`relpath`]), file operations confined to
 //! the root that never follow a symlink out of it ([`root`]; many at once: [`batch`]), and what a
-//! path holds now ([`probe`]).
+//! path holds now ([`probe`]); files opened for a capture to read ([`read`]).
 
 pub mod batch;
 pub mod probe;
+pub(crate) mod read;
 pub mod relpath;
 pub mod root;
 

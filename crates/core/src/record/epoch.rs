@@ -166,7 +166,7 @@ impl Workspace {
             let found = if live {
                 self.capture_found(None)?
             } else {
-                self.capture_found_in(None, None, watcher.as_ref())?
+                self.capture_found_in(None, None, watcher.as_ref(), None)?
             };
             if let Some(w) = watcher.filter(|w| w.is_complete()) {
                 *self.watcher.borrow_mut() = Some((id.clone(), w));
@@ -375,7 +375,7 @@ impl Workspace {
                     })?;
                 } else {
                     let found = match dirty {
-                        Some(d) => self.capture_found_in(None, Some(&d), None)?,
+                        Some(d) => self.capture_found_in(None, Some(&d), None, None)?,
                         None => self.capture_found(None)?,
                     };
                     failpoint::hit("settle-capture-before-record");

@@ -42,13 +42,31 @@ impl Workspace {
         Ok(out)
     }
 
+    /// The capture options of this workspace's configuration, nothing watched or hashed ahead.
+    pub(crate) fn capture_options<'a>(
+        &self,
+        progress: Option<&'a Progress>,
+    ) -> capture::CaptureOptions<'a> {
+        capture::CaptureOptions {
+            ignored: self.config().capture.ignored(),
+            max_file_size: self.config().capture.max_file_size(),
+            time_budget: self.config().capture.time_budget(),
+            progress,
+            dirty: None,
+            watch: None,
+            prehashed: None,
+            ahead: None,
+            trust_granule_ns: Some(capture::scan::TRUST_GRANULE_NS),
+        }
+    }
+
     /// Captures the whole tree and works out which paths differ from the last known state.
     /// With a live watcher (see [`Workspace::use_live_watch`]), only what it saw change is
     /// re-read; the take is marked saved when [`Workspace::save_state`] saves this capture.
     pub(crate) fn capture_found(&self, progress: Option<&Progress>) -> Result<Found, Error> {
         let live = self.live.borrow().as_ref().map(|(w, _)| w.clone());
         let Some(live) = live else {
-            return self.capture_found_in(progress, None, None);
+            return self.capture_found_in(progress, None, None, None);
         };
         let settings = {
             use std::hash::{Hash, Hasher};
@@ -57,25 +75,30 @@ impl Workspace {
             (opts.max_file_size, format!("{:?}", opts.ignored)).hash(&mut h);
             h.finish() | 1
         };
-        let (dirty, take) = live.0.take(settings);
+        let (dirty, take, ahead) = live.0.take(settings);
         if let Some((_, t)) = self.live.borrow_mut().as_mut() {
             *t = take;
         }
-        crate::base::trace::phase(if dirty.is_some() {
-            "capture: live watcher read"
-        } else {
-            "capture: live watcher cannot vouch, walking"
-        });
-        self.capture_found_in(progress, dirty.as_ref(), Some(&live.0))
+        if crate::base::trace::on() {
+            let ahead = ahead.as_ref().map_or(0, |a| a.len());
+            crate::base::trace::phase(&if dirty.is_some() {
+                format!("capture: live watcher read ({ahead} files hashed ahead)")
+            } else {
+                format!("capture: live watcher cannot vouch, walking ({ahead} files hashed ahead)")
+            });
+        }
+        self.capture_found_in(progress, dirty.as_ref(), Some(&live.0), ahead.as_ref())
     }
 
     /// As [`Workspace::capture_found`], re-reading only `dirty` directories when a watcher
-    /// vouches for the rest.
+    /// vouches for the rest, and taking the content of files hashed `ahead` where the walk
+    /// finds them as they were read.
     pub(crate) fn capture_found_in(
         &self,
         progress: Option<&Progress>,
         dirty: Option<&crate::capture::watch::Dirty>,
         watch: Option<&crate::capture::watch::Watcher>,
+        ahead: Option<&crate::capture::watch::HashedAhead>,
     ) -> Result<Found, Error> {
         let Taken {
             state: old,
@@ -84,7 +107,7 @@ impl Workspace {
             lost,
         } = self.take_state();
         let dirty = dirty.filter(|_| !old.is_empty() && !lost);
-        let mut capture = self.run_capture(&old, progress, dirty, watch)?;
+        let mut capture = self.run_capture(&old, progress, dirty, watch, ahead)?;
         // A walk that found the tree exactly as cached leaves the cache to be the new state.
         let old = if capture.same_as_cache {
             capture.state = old;
@@ -490,12 +513,14 @@ impl Workspace {
         progress: Option<&Progress>,
         dirty: Option<&crate::capture::watch::Dirty>,
         watch: Option<&crate::capture::watch::Watcher>,
+        ahead: Option<&crate::capture::watch::HashedAhead>,
     ) -> Result<Capture, Error> {
         // Nothing to skip: `Workspace::open` refuses a state directory inside the root.
         self.check_store()?;
         let mut opts = self.capture_options(progress);
         opts.dirty = dirty;
         opts.watch = watch;
+        opts.ahead = ahead;
         let prehashed = self.prehashed.borrow();
         opts.prehashed = prehashed.as_ref();
         let capture = capture::capture(self.root(), self.store(), old, &opts)?;

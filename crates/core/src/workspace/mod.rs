@@ -28,7 +28,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use crate::capture::scan::Progress;
-use crate::capture::{Capture, CaptureOptions, Uncovered};
+use crate::capture::{Capture, Uncovered};
 use crate::config::Config;
 use crate::db::oplog;
 use crate::fs::relpath;
@@ -302,11 +302,14 @@ impl Workspace {
     }
 
     /// Makes every capture of this handle re-read only what `watch` saw change since the
-    /// previous capture (of any handle sharing it), instead of walking the whole tree: for a
-    /// process that keeps the workspace open (`rewind serve`). See [`LiveWatch`].
+    /// previous capture (of any handle sharing it), instead of walking the whole tree, and
+    /// take what its thread hashed ahead: for a process that keeps the workspace open
+    /// (`rewind serve`). See [`LiveWatch`].
     ///
     /// [`LiveWatch`]: crate::capture::watch::LiveWatch
     pub fn use_live_watch(&self, watch: crate::capture::watch::LiveWatch) {
+        let max_file_size = self.config.capture.max_file_size();
+        watch.hash_ahead(&self.root, max_file_size, self.store().config());
         *self.live.borrow_mut() = Some((watch, 0));
     }
 
@@ -404,19 +407,6 @@ impl Workspace {
         let v = r?;
         restore?;
         Ok(v)
-    }
-
-    pub(crate) fn capture_options<'a>(&self, progress: Option<&'a Progress>) -> CaptureOptions<'a> {
-        CaptureOptions {
-            ignored: self.config.capture.ignored(),
-            max_file_size: self.config.capture.max_file_size(),
-            time_budget: self.config.capture.time_budget(),
-            progress,
-            dirty: None,
-            watch: None,
-            prehashed: None,
-            trust_granule_ns: Some(crate::capture::scan::TRUST_GRANULE_NS),
-        }
     }
 
     /// Captures the whole workspace and records it as a snapshot labelled `label`; anything

@@ -17,7 +17,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+mod ahead;
+pub(crate) use ahead::HashedAhead;
 
 use crate::capture::ignore_rules::IGNORE_FILES;
 use crate::fs::relpath;
@@ -143,6 +146,22 @@ pub(crate) struct Watcher {
     /// Of a [`LiveWatch`]: what decides what is captured (the size cap, whether ignored paths
     /// are) at the previous take, hashed: a capture under other settings walks everything.
     settings: AtomicU64,
+    /// Events read from the descriptor and not taken yet (a [`LiveWatch`]'s thread reads them
+    /// as they come).
+    drained: Mutex<Drained>,
+    /// Of a [`LiveWatch`]: the files its thread hashes ahead of the next capture (see `ahead`).
+    ahead: OnceLock<ahead::Shared>,
+}
+
+/// What the events read so far say.
+#[derive(Default)]
+struct Drained {
+    dirty: Dirty,
+    /// An event (queue overflow, a changed ignore file) or a failed read says the watcher
+    /// cannot vouch for what changed.
+    doubt: bool,
+    /// Where events are read into (kept: a thread reads often).
+    buf: Vec<u8>,
 }
 
 const MASK: u32 = libc::IN_CREATE
@@ -178,6 +197,8 @@ impl Watcher {
             unsaved: AtomicU64::new(u64::MAX),
             takes: AtomicU64::new(0),
             settings: AtomicU64::new(0),
+            drained: Mutex::default(),
+            ahead: OnceLock::new(),
         })
     }
 
@@ -213,33 +234,58 @@ impl Watcher {
         !self.failed.load(Ordering::Relaxed)
     }
 
-    /// What changed since the watch started; `None` means "scan everything".
+    /// What changed since the watch started (or, of a [`LiveWatch`], since the previous
+    /// take); `None` means "scan everything".
     pub fn dirty(&self) -> Option<Dirty> {
-        if !self.is_complete() {
+        self.read_events();
+        self.take_dirty()
+    }
+
+    /// What the events read so far say changed, taken; `None` means "scan everything".
+    fn take_dirty(&self) -> Option<Dirty> {
+        let (dirty, doubt) = {
+            let mut d = ahead::lock(&self.drained);
+            (std::mem::take(&mut d.dirty), std::mem::take(&mut d.doubt))
+        };
+        if doubt || !self.is_complete() {
             return None;
         }
-        let dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
         {
-            let (path, before) = &*self.exclude.lock().unwrap_or_else(|p| p.into_inner());
+            let (path, before) = &*ahead::lock(&self.exclude);
             if exclude_bytes(path) != *before {
                 return None;
             }
         }
-        let mut dirty = Dirty::default();
-        let mut buf = vec![0u8; 64 * 1024];
+        Some(dirty.finish())
+    }
+
+    /// Reads every event queued now into [`Drained`], and tells the thread hashing ahead, if
+    /// any, about each (see `ahead`).
+    fn read_events(&self) {
+        let mut guard = ahead::lock(&self.drained);
+        let drained = &mut *guard;
+        let dirs = ahead::lock(&self.dirs);
+        let mut ahead = self.ahead.get().map(|a| ahead::lock(&a.work));
+        let buf = &mut drained.buf;
+        buf.resize(64 * 1024, 0);
         loop {
             // SAFETY: valid fd and buffer.
             let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             if n < 0 {
                 let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::WouldBlock {
-                    break;
+                if e.kind() != std::io::ErrorKind::WouldBlock {
+                    drained.doubt = true;
+                    if let Some(a) = ahead.as_mut() {
+                        a.forget_all();
+                    }
                 }
-                return None;
+                break;
             }
             if n == 0 {
                 break;
             }
+            let dirty = &mut drained.dirty;
+            let mut doubt = false;
             let mut off = 0usize;
             let header = std::mem::size_of::<libc::inotify_event>();
             while off + header <= n as usize {
@@ -253,18 +299,27 @@ impl Watcher {
                     .unwrap_or(name_bytes.len())];
                 off += header + ev.len as usize;
                 if ev.mask & libc::IN_Q_OVERFLOW != 0 {
-                    return None;
+                    // Events were lost: nothing said about what changed can be trusted.
+                    doubt = true;
+                    if let Some(a) = ahead.as_mut() {
+                        a.forget_all();
+                    }
+                    continue;
                 }
                 let Some(dir) = dirs.get(&ev.wd) else {
                     continue;
                 };
                 if IGNORE_FILES.iter().any(|f| f.as_bytes() == name) {
                     // Rules changed: what is captured may have changed anywhere below.
-                    return None;
+                    doubt = true;
                 }
                 if ev.mask & (libc::IN_DELETE_SELF | libc::IN_MOVE_SELF) != 0 {
                     if !dir.is_empty() {
                         dirty.dirs.insert(relpath::split(dir).0.to_vec());
+                    }
+                    // Its watch now names a path that is not its own.
+                    if let Some(a) = ahead.as_mut() {
+                        a.forget_all();
                     }
                     continue;
                 }
@@ -273,6 +328,9 @@ impl Watcher {
                     dirty.dirs.insert(dir.clone());
                 } else {
                     dirty.note(dir, name, ev.mask);
+                    if let Some(a) = ahead.as_mut() {
+                        a.note(ev.wd, dir, name, ev.mask);
+                    }
                 }
                 if ev.mask & libc::IN_ISDIR != 0
                     && ev.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0
@@ -281,8 +339,8 @@ impl Watcher {
                     dirty.subtrees.insert(relpath::join(dir, name));
                 }
             }
+            drained.doubt |= doubt;
         }
-        Some(dirty.finish())
     }
 
     /// For a [`LiveWatch`]: what changed since the previous take, and the number of this take
@@ -290,19 +348,24 @@ impl Watcher {
     /// could not be added, an overflowed queue, changed ignore rules, capture settings other
     /// than the previous take's (`settings`, hashed), or a previous take whose capture was
     /// never saved (its events were drained, so only a walk can stand in for them). The walk
-    /// that follows re-arms every directory it reads.
-    pub(crate) fn take(&self, settings: u64) -> (Option<Dirty>, u64) {
+    /// that follows re-arms every directory it reads. Also hands over what was hashed ahead
+    /// (see `ahead`), every event queued until now having voided what it changed.
+    pub(crate) fn take(&self, settings: u64) -> (Option<Dirty>, u64, Option<HashedAhead>) {
         let n = self.takes.fetch_add(1, Ordering::SeqCst) + 1;
         let unsaved = self.unsaved.swap(n, Ordering::SeqCst) != 0;
         let other_settings = self.settings.swap(settings, Ordering::SeqCst) != settings;
         let doubt = unsaved || other_settings;
-        let dirty = if doubt { None } else { self.dirty() };
+        // Before the queue is read: a change whose event comes later is stamped no earlier.
+        let drained_ns = crate::capture::coarse_now_ns();
+        self.read_events();
+        let ahead = (self.ahead.get()).map(|a| ahead::lock(&a.work).hand_over(drained_ns));
+        let dirty = self.take_dirty().filter(|_| !doubt);
         if dirty.is_none() {
             self.failed.store(false, Ordering::Relaxed);
-            let mut exclude = self.exclude.lock().unwrap_or_else(|p| p.into_inner());
+            let mut exclude = ahead::lock(&self.exclude);
             exclude.1 = exclude_bytes(&exclude.0);
         }
-        (dirty, n)
+        (dirty, n, ahead)
     }
 
     /// For a [`LiveWatch`]: the capture of take `n` is the saved stat cache now, so the next
@@ -365,6 +428,18 @@ impl LiveWatch {
             return None;
         }
         Watcher::new(root).map(|w| LiveWatch(Arc::new(w), Arc::default()))
+    }
+
+    /// Starts the thread that hashes files ahead of the next capture (see `ahead`), once per
+    /// watcher; later calls only update what it reads with: the capture's size cap and the
+    /// store's compression.
+    pub(crate) fn hash_ahead(
+        &self,
+        root: &Path,
+        max_file_size: u64,
+        store: &rewind_store::StoreConfig,
+    ) {
+        ahead::start(&self.0, &self.1, root, max_file_size, store);
     }
 
     /// The stat cache the last capture of any handle left, taken (the caller checks that it
@@ -543,5 +618,44 @@ mod tests {
         w.watch(&root.path().join("gone"), b"gone");
         assert!(!w.is_complete());
         assert!(w.dirty().is_none(), "a missing watch means a full scan");
+    }
+
+    /// More events than the kernel's queue holds overflow it: the watcher then cannot vouch
+    /// for anything (the capture walks), and what was hashed ahead is voided, since events
+    /// that would have voided it were lost. The next take starts over.
+    #[test]
+    fn an_overflowed_queue_means_a_full_scan_and_voids_what_was_hashed_ahead() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("f"), b"x").unwrap();
+        let w = watching(root.path(), &[b"".to_vec()]);
+        w.ahead.get_or_init(|| ahead::Shared {
+            work: Mutex::default(),
+            settings: ahead::Settings::new(root.path()),
+        });
+        let work = &w.ahead.get().unwrap().work;
+        // A file the events below do not name: one of those lost could have.
+        ahead::lock(work).prepare_for_test(b"h", b"x");
+        assert_eq!(ahead::lock(work).ready_paths(), [b"h".to_vec()]);
+        let max: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .map_or(16384, |s| s.trim().parse().unwrap());
+        std::fs::write(root.path().join("g"), b"x").unwrap();
+        let open = |name: &str| {
+            let path = root.path().join(name);
+            std::fs::File::options().write(true).open(path).unwrap()
+        };
+        let files = [open("f"), open("g")];
+        let t = std::time::UNIX_EPOCH;
+        for i in 0..max + 16 {
+            // One `IN_ATTRIB` each: alternating, so that none merges with the one before.
+            let at = t + std::time::Duration::from_secs(i as u64);
+            files[i % 2].set_modified(at).unwrap();
+        }
+        assert!(w.dirty().is_none(), "an overflow means a full scan");
+        assert!(ahead::lock(work).ready_paths().is_empty(), "voided");
+        std::fs::write(root.path().join("f"), b"y").unwrap();
+        let d = w.dirty().expect("a new start after the take");
+        assert!(d
+            .named(b"")
+            .is_some_and(|n| n.names.contains(b"f".as_slice())));
     }
 }
