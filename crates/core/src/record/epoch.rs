@@ -181,6 +181,9 @@ impl Workspace {
             })?;
             crate::base::trace::phase("epoch begin: recorded");
             self.save_and_keep_state(found)?;
+            if let Some((w, _)) = self.live.borrow().as_ref() {
+                w.epoch_began();
+            }
             crate::base::trace::phase("epoch begin: state saved");
         } else {
             self.check_store()?;
@@ -356,6 +359,9 @@ impl Workspace {
                     also.is_none(),
                     "`also` runs in an exact epoch's settle only"
                 );
+                if let Some((w, _)) = self.live.borrow().as_ref() {
+                    w.epoch_ending();
+                }
                 let watched = self
                     .watcher
                     .borrow_mut()

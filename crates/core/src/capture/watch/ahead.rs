@@ -49,7 +49,8 @@ use crate::fs::relpath;
 /// The most prepared content (compressed bytes) held for the next capture.
 pub(crate) const READY_BYTES: usize = 64 << 20;
 
-/// How long the thread waits for an event before it looks whether its watcher is still used.
+/// How long the thread waits for an event, or for an epoch to open, before it looks whether
+/// its watcher is still used.
 const POLL_MS: i32 = 500;
 
 /// One file read ahead: its `lstat` while it was read (its `id` the content's) and the
@@ -222,6 +223,10 @@ pub(crate) fn run(watcher: Weak<Watcher>, kept: Weak<Mutex<Option<Kept>>>) {
     loop {
         let Some(w) = watcher.upgrade() else { return };
         let Some(ahead) = w.ahead.get() else { return };
+        if !ahead.wait_open(POLL_MS as u64) {
+            // (The queue is left to the take meanwhile.)
+            continue;
+        }
         let job = lock(&ahead.work).next();
         match job {
             None => {
@@ -258,6 +263,44 @@ const READ_EVENTS_EVERY: usize = 32;
 pub(crate) struct Shared {
     pub work: Mutex<Ahead>,
     pub settings: Settings,
+    /// Opaque epochs of this process that are open: the thread reads ahead only while there
+    /// are some (a command is running). A guarded write stores its file itself, and an edit
+    /// made while no command runs is read by the next capture as before.
+    open: Mutex<usize>,
+    opened: std::sync::Condvar,
+}
+
+impl Shared {
+    pub(crate) fn new(root: &Path) -> Shared {
+        Shared {
+            work: Mutex::default(),
+            settings: Settings::new(root),
+            open: Mutex::new(0),
+            opened: std::sync::Condvar::new(),
+        }
+    }
+
+    /// An opaque epoch began: read ahead until it ends.
+    pub(crate) fn began(&self) {
+        *lock(&self.open) += 1;
+        self.opened.notify_all();
+    }
+
+    /// An opaque epoch is about to be settled (or one begun elsewhere was: never below 0).
+    pub(crate) fn ended(&self) {
+        let mut open = lock(&self.open);
+        *open = open.saturating_sub(1);
+    }
+
+    /// Whether an opaque epoch is open, after waiting up to `ms` for one.
+    fn wait_open(&self, ms: u64) -> bool {
+        let open = lock(&self.open);
+        let (open, _) = self
+            .opened
+            .wait_timeout_while(open, std::time::Duration::from_millis(ms), |n| *n == 0)
+            .unwrap_or_else(|p| p.into_inner());
+        *open > 0
+    }
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -343,10 +386,7 @@ pub(crate) fn start(
     let mut started = false;
     let shared = watcher.ahead.get_or_init(|| {
         started = true;
-        Shared {
-            work: Mutex::new(Ahead::default()),
-            settings: Settings::new(root),
-        }
+        Shared::new(root)
     });
     shared.settings.set(max_file_size, store);
     if started {
@@ -516,6 +556,7 @@ pub(super) mod tests {
                 unsaved: false,
             })));
             start(&watcher, &kept, &root, u64::MAX, &Default::default());
+            watcher.ahead.get().unwrap().began();
             Live {
                 _dir: dir,
                 root,
@@ -612,6 +653,22 @@ pub(super) mod tests {
             live.ready()
         );
         drop(live.kept);
+    }
+
+    /// The thread reads ahead only while an opaque epoch of the process is open: a file
+    /// written while none is stays for the capture (its event stays queued), and is read once
+    /// one opens.
+    #[test]
+    fn nothing_is_read_ahead_while_no_epoch_is_open() {
+        let live = Live::new(&[("a", "a1\n")]);
+        let shared = live.watcher.ahead.get().unwrap();
+        shared.ended();
+        shared.ended();
+        std::fs::write(live.root.join("a"), "a2\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(live.ready().is_empty(), "no epoch open: nothing read");
+        shared.began();
+        live.wait_for("a");
     }
 
     /// A capture stores what was prepared for a file it finds as it was read, instead of

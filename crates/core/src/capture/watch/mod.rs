@@ -442,6 +442,20 @@ impl LiveWatch {
         ahead::start(&self.0, &self.1, root, max_file_size, store);
     }
 
+    /// An opaque epoch began in this process: its thread reads ahead until it ends.
+    pub(crate) fn epoch_began(&self) {
+        if let Some(a) = self.0.ahead.get() {
+            a.began();
+        }
+    }
+
+    /// An opaque epoch is about to be settled.
+    pub(crate) fn epoch_ending(&self) {
+        if let Some(a) = self.0.ahead.get() {
+            a.ended();
+        }
+    }
+
     /// The stat cache the last capture of any handle left, taken (the caller checks that it
     /// still matches `state.bin`). Captures run under the workspace lock, one at a time.
     pub(crate) fn take_kept(&self) -> Option<Kept> {
@@ -628,10 +642,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         std::fs::write(root.path().join("f"), b"x").unwrap();
         let w = watching(root.path(), &[b"".to_vec()]);
-        w.ahead.get_or_init(|| ahead::Shared {
-            work: Mutex::default(),
-            settings: ahead::Settings::new(root.path()),
-        });
+        w.ahead.get_or_init(|| ahead::Shared::new(root.path()));
         let work = &w.ahead.get().unwrap().work;
         // A file the events below do not name: one of those lost could have.
         ahead::lock(work).prepare_for_test(b"h", b"x");
