@@ -3,11 +3,12 @@
 //! and compresses them on a core the command leaves idle. The capture after the command then
 //! only appends what was prepared, for every file it finds exactly as it was read.
 //!
-//! Only files the last capture stored whole (regular files in the kept stat cache, at most one
-//! blob, under the size cap) are read ahead: not ignored files, new files or large ones, whose
-//! reading could cost a busy machine more than it saves. Nothing is stored until a capture
-//! takes the prepared content, so nothing here is visible to the store, to gc or to another
-//! process, and a server that dies loses only work.
+//! Only while an opaque epoch of the process is open (a command runs: a guarded write stores
+//! its file itself), and only files the last capture stored whole (regular files in the kept
+//! stat cache, at most one blob, under the size cap): not ignored files, new files or large
+//! ones, whose reading could cost a busy machine more than it saves. Nothing is stored until
+//! a capture takes the prepared content, so nothing here is visible to the store, to gc or to
+//! another process, and a server that dies loses only work.
 //!
 //! Invariants (why prepared content is what the capture would have read):
 //! * **An event about the path after its read began voids it.** The thread reads the
@@ -218,7 +219,7 @@ impl Settings {
 
 /// The thread's loop: reads events as they come and the files they name, until the watcher
 /// is dropped.
-pub(crate) fn run(watcher: Weak<Watcher>, kept: Weak<Mutex<Option<Kept>>>) {
+fn run(watcher: Weak<Watcher>, kept: Weak<Mutex<Option<Kept>>>) {
     let mut since_read = 0;
     loop {
         let Some(w) = watcher.upgrade() else { return };
@@ -408,7 +409,7 @@ pub(super) mod tests {
 
     pub(super) fn prepared(content: &[u8]) -> Ready {
         let object = Prepared::content(content, 1).unwrap();
-        let mut stat = StatEntry {
+        let stat = StatEntry {
             name: b"f".to_vec(),
             kind: EntryKind::File,
             mode: 0o644,
@@ -418,7 +419,6 @@ pub(super) mod tests {
             ino: 7,
             id: object.id(),
         };
-        stat.id = object.id();
         Ready { stat, object }
     }
 
