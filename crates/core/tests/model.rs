@@ -508,6 +508,12 @@ fn run(ops: &[Op], live: bool) -> Result<(), TestCaseError> {
                         m.files[i] = *v;
                     }
                 }
+                if live.is_some() {
+                    // Time for the watcher's thread to read the files ahead (see
+                    // `capture/watch/ahead.rs`), as it does while a command runs: the capture
+                    // then takes what it prepared.
+                    std::thread::sleep(std::time::Duration::from_millis(3));
+                }
                 let settled = ws.end_epoch(SESSIONS[*s], Some(&row.id), false).unwrap();
                 let changes: Vec<_> = (0..N)
                     .filter(|i| pre[*i] != m.files[*i])
