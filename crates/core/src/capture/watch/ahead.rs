@@ -361,7 +361,11 @@ fn read_one(
 
 /// Whether the directory now at `rel`'s parent path is the one watched as `wd`: adding a watch
 /// to a watched inode gives back its descriptor (and leaves its mask as it was: the same).
-/// A directory that is not watched gets a new watch, removed at once.
+///
+/// A directory that was not watched keeps the watch this adds, unmapped, so its events are
+/// skipped until a walk watches it (and maps the same descriptor). Removing it would race
+/// with that walk: its `inotify_add_watch` can return this very descriptor just before the
+/// removal, and the walk would then count on a watch that is gone.
 fn watches_its_directory(w: &Watcher, root: &Path, wd: i32, rel: &[u8]) -> bool {
     let dir = relpath::to_path(root, relpath::split(rel).0);
     let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
@@ -369,10 +373,6 @@ fn watches_its_directory(w: &Watcher, root: &Path, wd: i32, rel: &[u8]) -> bool 
     };
     // SAFETY: valid descriptor and C string.
     let got = unsafe { libc::inotify_add_watch(w.fd.as_raw_fd(), c.as_ptr(), MASK) };
-    if got >= 0 && got != wd && !lock(&w.dirs).contains_key(&got) {
-        // SAFETY: a watch this call added.
-        unsafe { libc::inotify_rm_watch(w.fd.as_raw_fd(), got) };
-    }
     got == wd
 }
 
