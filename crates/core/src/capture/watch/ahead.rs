@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rewind_store::{EntryKind, Prepared};
 
-use super::{Kept, Watcher, MASK};
+use super::{lock, Kept, Watcher, MASK};
 use crate::capture::state::StatEntry;
 use crate::fs::relpath;
 
@@ -302,10 +302,6 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner());
         *open > 0
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Reads `rel`, named by an event of watch `wd`, if it is to be read ahead (see the module).

@@ -220,7 +220,7 @@ impl Watcher {
             self.failed.store(true, Ordering::Relaxed);
             return;
         }
-        let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dirs = lock(&self.dirs);
         dirs.insert(wd, rel.to_vec());
     }
 
@@ -244,14 +244,14 @@ impl Watcher {
     /// What the events read so far say changed, taken; `None` means "scan everything".
     fn take_dirty(&self) -> Option<Dirty> {
         let (dirty, doubt) = {
-            let mut d = ahead::lock(&self.drained);
+            let mut d = lock(&self.drained);
             (std::mem::take(&mut d.dirty), std::mem::take(&mut d.doubt))
         };
         if doubt || !self.is_complete() {
             return None;
         }
         {
-            let (path, before) = &*ahead::lock(&self.exclude);
+            let (path, before) = &*lock(&self.exclude);
             if exclude_bytes(path) != *before {
                 return None;
             }
@@ -262,10 +262,10 @@ impl Watcher {
     /// Reads every event queued now into [`Drained`], and tells the thread hashing ahead, if
     /// any, about each (see `ahead`).
     fn read_events(&self) {
-        let mut guard = ahead::lock(&self.drained);
+        let mut guard = lock(&self.drained);
         let drained = &mut *guard;
-        let dirs = ahead::lock(&self.dirs);
-        let mut ahead = self.ahead.get().map(|a| ahead::lock(&a.work));
+        let dirs = lock(&self.dirs);
+        let mut ahead = self.ahead.get().map(|a| lock(&a.work));
         let buf = &mut drained.buf;
         buf.resize(64 * 1024, 0);
         loop {
@@ -358,11 +358,11 @@ impl Watcher {
         // Before the queue is read: a change whose event comes later is stamped no earlier.
         let drained_ns = crate::capture::coarse_now_ns();
         self.read_events();
-        let ahead = (self.ahead.get()).map(|a| ahead::lock(&a.work).hand_over(drained_ns));
+        let ahead = (self.ahead.get()).map(|a| lock(&a.work).hand_over(drained_ns));
         let dirty = self.take_dirty().filter(|_| !doubt);
         if dirty.is_none() {
             self.failed.store(false, Ordering::Relaxed);
-            let mut exclude = ahead::lock(&self.exclude);
+            let mut exclude = lock(&self.exclude);
             exclude.1 = exclude_bytes(&exclude.0);
         }
         (dirty, n, ahead)
@@ -385,6 +385,12 @@ impl Watcher {
             .name("rewind-unwatch".into())
             .spawn(move || drop(self));
     }
+}
+
+/// Takes `m` even if a thread panicked holding it, as the watcher always has: a panic on one
+/// request's thread must not stop every later capture.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The bytes of `.git/info/exclude` (not watched: `.git` is never walked), compared whole: its
@@ -466,17 +472,13 @@ impl LiveWatch {
     /// or a capture running meanwhile would find none and start from `state.bin`, which may be
     /// older than what the watcher's take covers.
     pub(crate) fn kept(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
-        self.1.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.1)
     }
 
     /// Keeps `kept` for the next capture of any handle (what it replaces is dropped on a
     /// thread of its own: one small allocation per file).
     pub(crate) fn keep(&self, kept: Kept) {
-        let old = self
-            .1
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(kept);
+        let old = lock(&self.1).replace(kept);
         if let Some(old) = old {
             crate::base::drop_in_background(old);
         }
@@ -645,8 +647,8 @@ mod tests {
         w.ahead.get_or_init(|| ahead::Shared::new(root.path()));
         let work = &w.ahead.get().unwrap().work;
         // A file the events below do not name: one of those lost could have.
-        ahead::lock(work).prepare_for_test(b"h", b"x");
-        assert_eq!(ahead::lock(work).ready_paths(), [b"h".to_vec()]);
+        lock(work).prepare_for_test(b"h", b"x");
+        assert_eq!(lock(work).ready_paths(), [b"h".to_vec()]);
         let max: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
             .map_or(16384, |s| s.trim().parse().unwrap());
         std::fs::write(root.path().join("g"), b"x").unwrap();
@@ -662,7 +664,7 @@ mod tests {
             files[i % 2].set_modified(at).unwrap();
         }
         assert!(w.dirty().is_none(), "an overflow means a full scan");
-        assert!(ahead::lock(work).ready_paths().is_empty(), "voided");
+        assert!(lock(work).ready_paths().is_empty(), "voided");
         std::fs::write(root.path().join("f"), b"y").unwrap();
         let d = w.dirty().expect("a new start after the take");
         assert!(d
