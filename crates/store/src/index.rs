@@ -22,12 +22,11 @@ use crate::{Error, ObjectId, ObjectKind, Result, StoreStats};
 
 const SCHEMA_VERSION: &str = "7";
 
-/// The table of recent object rows and the view readers read (see [`FOLD_AT`]): in the schema
-/// and in the migration that adds them, written once so that both make the same tables.
-macro_rules! recent_rows_schema {
+/// The columns of a packed object's row, the same in `store_objects` and
+/// `store_objects_recent`: the view `store_objects_all` joins the two with `SELECT *`.
+macro_rules! object_columns {
     () => {
-        "
-CREATE TABLE IF NOT EXISTS store_objects_recent (
+        "(
     id          BLOB PRIMARY KEY,
     pack        INTEGER NOT NULL REFERENCES store_packs(id),
     kind        INTEGER NOT NULL,
@@ -35,10 +34,23 @@ CREATE TABLE IF NOT EXISTS store_objects_recent (
     offset      INTEGER NOT NULL,
     stored_len  INTEGER NOT NULL,
     raw_len     INTEGER NOT NULL
-) WITHOUT ROWID;
+) WITHOUT ROWID;"
+    };
+}
+
+/// The table of recent object rows and the view readers read (see [`FOLD_AT`]): in the schema
+/// and in the migration that adds them, written once so that both make the same tables.
+macro_rules! recent_rows_schema {
+    () => {
+        concat!(
+            "
+CREATE TABLE IF NOT EXISTS store_objects_recent ",
+            object_columns!(),
+            "
 CREATE VIEW IF NOT EXISTS store_objects_all AS
     SELECT * FROM store_objects UNION ALL SELECT * FROM store_objects_recent;
 "
+        )
     };
 }
 
@@ -55,15 +67,9 @@ CREATE TABLE IF NOT EXISTS store_packs (
     objects    INTEGER NOT NULL,
     created_at INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS store_objects (
-    id          BLOB PRIMARY KEY,
-    pack        INTEGER NOT NULL REFERENCES store_packs(id),
-    kind        INTEGER NOT NULL,
-    compression INTEGER NOT NULL,
-    offset      INTEGER NOT NULL,
-    stored_len  INTEGER NOT NULL,
-    raw_len     INTEGER NOT NULL
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS store_objects ",
+    object_columns!(),
+    "
 CREATE TABLE IF NOT EXISTS store_inline (
     id          BLOB PRIMARY KEY,
     kind        INTEGER NOT NULL,
