@@ -81,11 +81,11 @@ impl Workspace {
         }
         if crate::base::trace::on() {
             let ahead = ahead.as_ref().map_or(0, |a| a.len());
-            crate::base::trace::phase(&if dirty.is_some() {
-                format!("capture: live watcher read ({ahead} files hashed ahead)")
-            } else {
-                format!("capture: live watcher cannot vouch, walking ({ahead} files hashed ahead)")
-            });
+            let how = match dirty {
+                Some(_) => "live watcher read",
+                None => "live watcher cannot vouch, walking",
+            };
+            crate::base::trace::phase(&format!("capture: {how} ({ahead} files hashed ahead)"));
         }
         self.capture_found_in(progress, dirty.as_ref(), Some(&live.0), ahead.as_ref())
     }
