@@ -246,3 +246,46 @@ fn a_capture_in_the_middle_of_a_command_does_not_change_where_its_change_starts(
         "A's command created it: rewinding A removes it"
     );
 }
+
+/// What `epoch end` answers is what the op log holds for the epoch, when another session's
+/// checkpoint attributed part of the command's work to it half-way: a path the command did
+/// not touch again keeps that row, one it changed again is merged from its first state, and
+/// one it put back as it was has no change (the settle answers without reading the rows back).
+#[test]
+fn the_settle_answers_what_the_op_log_holds_after_a_capture_half_way() {
+    let env = Env::new();
+    let root = env.root();
+    write(root, "both.txt", b"x\n");
+    write(root, "back.txt", b"b0\n");
+    write(root, "keep.txt", b"k0\n");
+    init(&env);
+    checkpoint(&env, "A", "a0");
+    let id = ok(&env, "A", &["epoch", "begin"]);
+    write(root, "new.txt", b"n1\n");
+    write(root, "both.txt", b"x1\n");
+    write(root, "back.txt", b"b1\n");
+    checkpoint(&env, "B", "b-mid");
+    write(root, "both.txt", b"x22\n");
+    write(root, "back.txt", b"b0\n");
+    write(root, "late.txt", b"l\n");
+    let answered = json(&env, "A", &["epoch", "end", &id], 0);
+    let answered = answered["changes"].as_array().cloned().unwrap_or_default();
+    let paths: Vec<&str> = answered
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["both.txt", "late.txt", "new.txt"], "{answered:?}");
+    assert_eq!(
+        answered[0]["before"]["size"], 2,
+        "from the first state: {answered:?}"
+    );
+    assert_eq!(answered[0]["after"]["size"], 4, "to the last: {answered:?}");
+    // `show` reads the rows; it adds two fields of its own.
+    let mut stored = recorded(&env, &id);
+    for c in &mut stored {
+        let c = c.as_object_mut().unwrap();
+        c.remove("uncovered");
+        c.remove("pending");
+    }
+    assert_eq!(answered, stored);
+}

@@ -349,10 +349,10 @@ impl Workspace {
                 row.state = state;
                 row.recovered |= recovered;
                 row.settled_ns = Some(now);
-                return Ok(Settled {
+                Ok(Settled {
                     epoch: row,
                     changes,
-                });
+                })
             }
             _ => {
                 debug_assert!(
@@ -372,44 +372,50 @@ impl Workspace {
                     w.close_in_background();
                 }
                 crate::base::trace::phase("settle: watcher read");
-                if dirty.as_ref().is_some_and(|d| d.is_empty()) {
+                let recorded = if dirty.as_ref().is_some_and(|d| d.is_empty()) {
                     // The watcher saw nothing happen since before the opening capture: the
                     // tree is what that capture recorded, so there is nothing to capture.
                     failpoint::hit("settle-unchanged-before-record");
                     self.transaction(|| {
                         oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
                     })?;
+                    None
                 } else {
                     let found = match dirty {
                         Some(d) => self.capture_found_in(None, Some(&d), None, None)?,
                         None => self.capture_found(None)?,
                     };
                     failpoint::hit("settle-capture-before-record");
-                    self.transaction(|| {
-                        self.record_found(&found, &epoch.session, Some(&epoch.id))?;
-                        oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)
+                    let changes = self.transaction(|| {
+                        let changes = self.record_found_into(&found, &epoch.session, &epoch.id)?;
+                        oplog::settle_epoch(&self.db(), &epoch.id, state, recovered, now)?;
+                        Ok(changes)
                     })?;
                     crate::base::trace::phase("settle: recorded");
                     self.save_and_keep_state(found)?;
                     crate::base::trace::phase("settle: state saved");
+                    Some(changes)
+                };
+                let mut held = self.opaque.borrow_mut();
+                if held.as_ref().is_some_and(|(id, _)| id == &epoch.id) {
+                    *held = None;
                 }
+                drop(held);
+                let row = oplog::epoch(&self.db(), &epoch.id)?.expect("just settled");
+                let changes = match recorded {
+                    Some(changes) => changes,
+                    None => oplog::epoch_changes(&self.db(), &epoch.id)?
+                        .into_iter()
+                        .map(|r| r.change)
+                        .collect(),
+                };
+                crate::base::trace::phase("settle: read back");
+                Ok(Settled {
+                    epoch: row,
+                    changes,
+                })
             }
         }
-        let mut held = self.opaque.borrow_mut();
-        if held.as_ref().is_some_and(|(id, _)| id == &epoch.id) {
-            *held = None;
-        }
-        drop(held);
-        let row = oplog::epoch(&self.db(), &epoch.id)?.expect("just settled");
-        let changes = oplog::epoch_changes(&self.db(), &epoch.id)?
-            .into_iter()
-            .map(|r| r.change)
-            .collect();
-        crate::base::trace::phase("settle: read back");
-        Ok(Settled {
-            epoch: row,
-            changes,
-        })
     }
 
     /// What an exact epoch changed, as of now: each declared path (and what was created

@@ -268,15 +268,39 @@ impl Workspace {
 
     /// Records what a capture found: attributed to `into` (an epoch being settled), else to the
     /// newest live opaque epoch of another writer (its command may be the one writing), else as
-    /// a new external epoch. Also records the snapshot. Call inside a transaction.
+    /// a new external epoch. Also records the snapshot. Call inside a transaction. Returns the
+    /// op-log position it recorded at.
     pub(crate) fn record_found(
         &self,
         found: &Found,
         session: &str,
         into: Option<&str>,
     ) -> Result<i64, Error> {
+        Ok(self.record(found, session, into, false)?.0)
+    }
+
+    /// [`Workspace::record_found`] into the epoch `into`, which also returns every change that
+    /// epoch now holds, sorted by path: what reading its rows back would give, without the read
+    /// (a 1,000-path settle spent 0.6 ms on it).
+    pub(crate) fn record_found_into(
+        &self,
+        found: &Found,
+        session: &str,
+        into: &str,
+    ) -> Result<Vec<Change>, Error> {
+        Ok(self.record(found, session, Some(into), true)?.1)
+    }
+
+    fn record(
+        &self,
+        found: &Found,
+        session: &str,
+        into: Option<&str>,
+        keep: bool,
+    ) -> Result<(i64, Vec<Change>), Error> {
         let db = &*self.db();
         let pos = oplog::next_pos(db)?;
+        let mut kept = Vec::new();
         if !found.changes.is_empty() {
             let target = match into {
                 Some(id) => Some(id.to_string()),
@@ -295,11 +319,10 @@ impl Workspace {
             // checkpoint) saw its command half-way (a file created, not yet written) and
             // attributed that to it. Replacing the row would lose the first state: merge. (Read
             // once: usually there are none, and a lookup per path doubles the statements.)
-            let mut held: std::collections::HashMap<Vec<u8>, oplog::ChangeRow> =
-                oplog::epoch_changes(db, &epoch)?
-                    .into_iter()
-                    .map(|r| (r.change.path.clone(), r))
-                    .collect();
+            let mut held: BTreeMap<Vec<u8>, oplog::ChangeRow> = oplog::epoch_changes(db, &epoch)?
+                .into_iter()
+                .map(|r| (r.change.path.clone(), r))
+                .collect();
             for c in &found.changes {
                 let merged = match held.remove(&c.path) {
                     Some(prev) if !prev.pending => Change {
@@ -313,8 +336,21 @@ impl Workspace {
                     oplog::delete_change(db, &epoch, &c.path)?;
                 } else {
                     oplog::insert_change(db, &epoch, pos, &merged, false)?;
+                    if keep {
+                        kept.push(merged);
+                    }
                 }
             }
+            if keep {
+                // The rows this capture did not touch stay as they were.
+                kept.extend(held.into_values().map(|r| r.change));
+                kept.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            }
+        } else if let (true, Some(epoch)) = (keep, into) {
+            kept = oplog::epoch_changes(db, epoch)?
+                .into_iter()
+                .map(|r| r.change)
+                .collect();
         }
         // Its time is when the walk started (coarse clock): what an "existed, uncaptured"
         // judgement of a later capture compares birth times with.
@@ -325,7 +361,7 @@ impl Workspace {
             session,
             pos,
         )?;
-        Ok(pos)
+        Ok((pos, kept))
     }
 
     /// A settled `external` epoch at `pos` (changes found on disk that no epoch made); returns
