@@ -51,7 +51,7 @@ impl Workspace {
         let now = now_ns();
         // The tree at this moment, user edits included: a scan, which stores nothing new and
         // writes no cache when nothing changed (the stat cache makes it O(stat) per file).
-        let found = self.capture_found(None)?;
+        let found = self.capture_before_record(|| self.capture_found(None))?;
         let root = found.capture.root;
         let row = self.transaction(|| {
             oplog::ensure_session(&self.db(), session, now)?;

@@ -163,11 +163,13 @@ impl Workspace {
             let watcher = (spec.process_owned && !live)
                 .then(|| crate::capture::watch::Watcher::new(self.root()))
                 .flatten();
-            let found = if live {
-                self.capture_found(None)?
-            } else {
-                self.capture_found_in(None, None, watcher.as_ref(), None)?
-            };
+            let found = self.capture_before_record(|| {
+                if live {
+                    self.capture_found(None)
+                } else {
+                    self.capture_found_in(None, None, watcher.as_ref(), None)
+                }
+            })?;
             if let Some(w) = watcher.filter(|w| w.is_complete()) {
                 *self.watcher.borrow_mut() = Some((id.clone(), w));
             }
@@ -381,10 +383,10 @@ impl Workspace {
                     })?;
                     None
                 } else {
-                    let found = match dirty {
-                        Some(d) => self.capture_found_in(None, Some(&d), None, None)?,
-                        None => self.capture_found(None)?,
-                    };
+                    let found = self.capture_before_record(|| match dirty {
+                        Some(d) => self.capture_found_in(None, Some(&d), None, None),
+                        None => self.capture_found(None),
+                    })?;
                     failpoint::hit("settle-capture-before-record");
                     let changes = self.transaction(|| {
                         let changes = self.record_found_into(&found, &epoch.session, &epoch.id)?;

@@ -139,6 +139,44 @@ mod tests {
         assert_eq!(synchronous(&ws), 2);
     }
 
+    /// An opaque epoch's captures store what changed with an unflushed commit, which the
+    /// durable commit of the epoch's row right after makes durable; that one is FULL.
+    #[test]
+    fn an_opaque_epochs_captures_commit_unflushed_before_its_durable_record() {
+        let t = tempfile::tempdir().unwrap();
+        let (root, ws) = workspace(&t);
+        ws.snapshot("init", None).unwrap();
+        let during = ws
+            .capture_before_record(|| {
+                assert_eq!(synchronous(&ws), 1, "the capture's commit is NORMAL");
+                ws.capture_found(None)
+            })
+            .map(|_| synchronous(&ws))
+            .unwrap();
+        assert_eq!(during, 2, "FULL again for the record");
+        let spec = EpochSpec {
+            tool: Some("exec".into()),
+            tool_call: None,
+            paths: Vec::new(),
+            process_owned: false,
+            owner_pid: None,
+            note: None,
+        };
+        let e = ws.begin_epoch("s", &spec).unwrap();
+        std::fs::write(root.join("a"), b"2").unwrap();
+        std::fs::write(root.join("b"), b"new").unwrap();
+        let settled = ws.end_epoch("s", Some(&e.id), false).unwrap();
+        assert_eq!(settled.changes.len(), 2);
+        assert_eq!(synchronous(&ws), 2);
+        // What the settle returns is what it stored.
+        let stored: Vec<_> = crate::db::oplog::epoch_changes(&ws.db(), &e.id)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.change)
+            .collect();
+        assert_eq!(settled.changes, stored);
+    }
+
     /// The query plan of `sql` on the workspace's database, one line per step.
     fn plan(ws: &Workspace, sql: &str) -> String {
         let db = ws.db();

@@ -392,8 +392,10 @@ impl Workspace {
     }
 
     /// Runs `f` with commits that do not flush (see [`db::set_durable`]). For commits whose
-    /// loss is repaired from the disk (an exact epoch's settle) or only ever makes Rewind more
-    /// cautious (the guard's fingerprints). Nests: an inner call leaves the outer's setting.
+    /// loss is repaired from the disk (an exact epoch's settle), only ever makes Rewind more
+    /// cautious (the guard's fingerprints), or is made durable by the durable commit that
+    /// follows (a capture's store commit: `Workspace::capture_before_record`). Nests: an inner
+    /// call leaves the outer's setting.
     pub(crate) fn relaxed<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
         // The connection runs durable (`open_database`) outside these sections.
         if self.relaxed.get() {
@@ -421,7 +423,7 @@ impl Workspace {
         // A whole-tree command: the moment to keep the WAL short for the quick ones.
         self.store().checkpoint_wal_on_close();
         self.recover_locked()?;
-        let mut found = self.capture_found(progress)?;
+        let mut found = self.capture_before_record(|| self.capture_found(progress))?;
         crate::base::trace::phase("snapshot: attributed");
         crate::base::failpoint::hit("capture-before-record");
         let pos = self.transaction(|| self.record_found(&found, label, None))?;
