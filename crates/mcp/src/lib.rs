@@ -150,6 +150,8 @@ impl Server {
         let wal = self.wal.clone();
         tokio::task::spawn_blocking(move || {
             let ep = ep.lock().unwrap_or_else(|p| p.into_inner());
+            // The WAL thread's fold and checkpoint wait until tool calls are over for a while.
+            let under_way = wal.as_ref().map(|w| w.busy());
             let out = if method != "exec" {
                 ep.call(method, params)
             } else {
@@ -175,6 +177,7 @@ impl Server {
                     start(&ep.context().root());
                 }
             }
+            drop(under_way);
             if let Some(w) = &wal {
                 w.nudge();
             }

@@ -166,6 +166,9 @@ impl Connection {
 
     fn message(&mut self, line: &[u8]) {
         rewind_api::trace::phase("rpc: message read");
+        let shared = self.shared.clone();
+        // The WAL thread's fold and checkpoint wait until requests are over for a while.
+        let under_way = shared.wal.as_ref().map(|w| w.busy());
         match protocol::parse(line) {
             Err(e) => self.send(&e),
             Ok(Message::One(r)) => {
@@ -181,6 +184,7 @@ impl Connection {
                 }
             }
         }
+        drop(under_way);
         rewind_api::trace::phase("rpc: answered");
         // After the answer went out: a checkpoint it made due is no client's wait.
         if let Some(w) = &self.shared.wal {

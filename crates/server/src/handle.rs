@@ -102,7 +102,9 @@ impl Handle {
         }
         let svc = connection::take_service(&self.shared, session, dir.as_deref(), None)?;
         self.shared.inflight.fetch_add(1, Ordering::SeqCst);
+        let under_way = self.shared.wal.as_ref().map(|w| w.busy());
         let out = f(&svc);
+        drop(under_way);
         self.shared.inflight.fetch_sub(1, Ordering::SeqCst);
         connection::give_back(&self.shared, (session.to_string(), dir), svc);
         if let Some(w) = &self.shared.wal {

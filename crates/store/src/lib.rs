@@ -47,7 +47,7 @@ pub use index::open_database;
 pub use known::KnownIds;
 pub use transfer::{link_store_files, pack_tail_ids, PackFile};
 pub use tree::{valid_name, EntryKind, Listing, Tree, TreeEntry, FANOUT_AT};
-pub use wal::WalCheckpointer;
+pub use wal::{RequestUnderWay, WalCheckpointer};
 pub use writer::{Prepared, Writer};
 
 use std::fs::{self, File};

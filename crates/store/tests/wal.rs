@@ -117,6 +117,33 @@ fn the_wal_stays_bounded_while_commits_go_on() {
     );
 }
 
+/// While a request says it runs (`busy`), a nudge starts no checkpoint; once the request
+/// ends, the checkpoint follows; and a request that never ends puts it off only half a second.
+#[test]
+fn a_checkpoint_waits_for_the_request_under_way_but_not_forever() {
+    let t = store();
+    let c = t.store.start_wal_checkpointer().unwrap();
+    t.store.leave_checkpoints_to(&c).unwrap();
+    commit_big(&t.store, 1);
+    let under_way = c.busy();
+    c.nudge();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(c.completed(), 0, "nothing while a request runs");
+    drop(under_way);
+    wait_for(&c, 1);
+
+    commit_big(&t.store, 2);
+    let _forever = c.busy();
+    let asked = Instant::now();
+    c.nudge();
+    wait_for(&c, 2);
+    assert!(
+        asked.elapsed() >= Duration::from_millis(450),
+        "put off for {:?} only",
+        asked.elapsed()
+    );
+}
+
 /// Rows in each of the index's two tables of packed objects (the recent ones, the rest).
 fn rows(t: &TestStore) -> (i64, i64) {
     let db = rusqlite::Connection::open(t.dir.path().join("meta.sqlite")).unwrap();
