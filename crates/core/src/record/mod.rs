@@ -95,6 +95,21 @@ mod tests {
             .unwrap()
     }
 
+    /// What a settle returns is what it stored: the epoch's row and its changes.
+    fn answers_what_it_stored(ws: &Workspace, settled: &super::Settled) {
+        let id = &settled.epoch.id;
+        assert_eq!(
+            Some(settled.epoch.clone()),
+            crate::db::oplog::epoch(&ws.db(), id).unwrap()
+        );
+        let stored: Vec<_> = crate::db::oplog::epoch_changes(&ws.db(), id)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.change)
+            .collect();
+        assert_eq!(settled.changes, stored);
+    }
+
     #[test]
     fn an_exact_settle_is_relaxed_and_leaves_full_durability_behind() {
         let t = tempfile::tempdir().unwrap();
@@ -113,17 +128,7 @@ mod tests {
         std::fs::write(root.join("a"), b"2").unwrap();
         let settled = ws.end_epoch("s", Some(&e.id), false).unwrap();
         assert_eq!(settled.changes.len(), 1);
-        // What the settle returns is what it stored.
-        assert_eq!(
-            Some(settled.epoch.clone()),
-            crate::db::oplog::epoch(&ws.db(), &e.id).unwrap()
-        );
-        let stored: Vec<_> = crate::db::oplog::epoch_changes(&ws.db(), &e.id)
-            .unwrap()
-            .into_iter()
-            .map(|r| r.change)
-            .collect();
-        assert_eq!(settled.changes, stored);
+        answers_what_it_stored(&ws, &settled);
         assert_eq!(synchronous(&ws), 2, "the settle puts FULL back");
         let inner = ws
             .relaxed(|| {
@@ -168,13 +173,7 @@ mod tests {
         let settled = ws.end_epoch("s", Some(&e.id), false).unwrap();
         assert_eq!(settled.changes.len(), 2);
         assert_eq!(synchronous(&ws), 2);
-        // What the settle returns is what it stored.
-        let stored: Vec<_> = crate::db::oplog::epoch_changes(&ws.db(), &e.id)
-            .unwrap()
-            .into_iter()
-            .map(|r| r.change)
-            .collect();
-        assert_eq!(settled.changes, stored);
+        answers_what_it_stored(&ws, &settled);
     }
 
     /// The query plan of `sql` on the workspace's database, one line per step.
