@@ -57,6 +57,18 @@ const QUIET: Duration = Duration::from_millis(20);
 /// that the WAL and the recent rows stay bounded under constant load.
 const PUT_OFF_AT_MOST: Duration = Duration::from_millis(500);
 
+/// Past this many frames in the WAL, copied or not, the thread does not wait for a quiet
+/// while. Every process's first connection re-reads the whole WAL, so it must stay short, and
+/// it starts over only at a commit whose transaction began after a checkpoint had copied all
+/// of it. Under requests that follow one another, one checkpoint of 1,500 frames rarely ends
+/// before the next request reads; checkpoints right after each request, each copying the few
+/// frames the request added, soon do. (200 tool calls of 80 KiB grew the WAL to 27 MB with the
+/// thread waiting for a quiet while; the bound is 1.5 times the automatic checkpoint's.)
+const PUT_OFF_WAL_FRAMES: i64 = AUTOCHECKPOINT_PAGES * 3 / 2;
+
+/// The longest the thread then waits for the requests under way to end (see `run`).
+const GAP_AT_MOST: Duration = Duration::from_millis(500);
+
 #[derive(Default)]
 struct State {
     asked: bool,
@@ -65,6 +77,8 @@ struct State {
     busy: usize,
     /// When the last of them ended.
     idle_since: Option<Instant>,
+    /// The thread waits for the requests under way to end (the only wait their end wakes).
+    gap_wanted: bool,
     /// Checkpoints that copied every frame of the WAL, some of them first.
     completed: u64,
     /// Folds of the index's recent rows that moved some.
@@ -165,6 +179,9 @@ impl Drop for RequestUnderWay<'_> {
         let mut st = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
         st.busy -= 1;
         st.idle_since = Some(Instant::now());
+        if st.busy == 0 && st.gap_wanted {
+            self.0.wake.notify_one();
+        }
     }
 }
 
@@ -175,8 +192,9 @@ fn run(conn: &rusqlite::Connection, shared: &Shared) {
             while !st.asked && !st.stop {
                 st = shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
             }
-            // Put off while requests run, and until they have been quiet for a while. Nothing
-            // wakes the thread when a request ends: while one runs it looks every `QUIET`.
+            // Put off while requests run, and until they have been quiet for `QUIET`, for
+            // `PUT_OFF_AT_MOST` at most or until the WAL is long. Nothing wakes the thread
+            // when a request ends: while one runs it looks every `QUIET`.
             let deadline = Instant::now() + PUT_OFF_AT_MOST;
             while !st.stop {
                 let now = Instant::now();
@@ -188,12 +206,37 @@ fn run(conn: &rusqlite::Connection, shared: &Shared) {
                 if now >= until {
                     break;
                 }
+                // Not under the state's lock: requests take it to start and end.
+                drop(st);
+                let (frames, _) = wal_frames(conn);
+                st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+                if frames > PUT_OFF_WAL_FRAMES {
+                    break;
+                }
                 st = shared
                     .wake
                     .wait_timeout(st, until - now)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
+            // Then, if requests still run, wait for them to end (`GAP_AT_MOST` at most): a
+            // checkpoint that copies the whole WAL between two requests lets the next commit
+            // start the WAL over, and one that copies it in the middle of a request's commits
+            // never does (200 tool calls one after another grew the file to 27 MB).
+            let gap_deadline = Instant::now() + GAP_AT_MOST;
+            while st.busy > 0 && !st.stop {
+                let now = Instant::now();
+                if now >= gap_deadline {
+                    break;
+                }
+                st.gap_wanted = true;
+                st = shared
+                    .wake
+                    .wait_timeout(st, gap_deadline - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            st.gap_wanted = false;
             if st.stop {
                 return;
             }
@@ -213,14 +256,7 @@ fn run(conn: &rusqlite::Connection, shared: &Shared) {
                 }
             }
         }
-        // NOOP only reads the WAL index: how many frames the log holds, and how many of them
-        // are already in the database (a checkpoint by another connection, or a commit's own
-        // in a process that does not leave its checkpoints here). Nothing to copy: no work.
-        let (frames, copied) = conn
-            .query_row("PRAGMA wal_checkpoint(NOOP)", [], |r| {
-                Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-            })
-            .unwrap_or((0, 0));
+        let (frames, copied) = wal_frames(conn);
         if frames <= AUTOCHECKPOINT_PAGES || copied >= frames {
             continue;
         }
@@ -238,4 +274,14 @@ fn run(conn: &rusqlite::Connection, shared: &Shared) {
             st.completed += 1;
         }
     }
+}
+
+/// How many frames the WAL holds, and how many of them are already in the database (a
+/// checkpoint by another connection, or a commit's own in a process that does not leave its
+/// checkpoints here); (0, 0) if SQLite cannot say. NOOP only reads the WAL index: no work.
+fn wal_frames(conn: &rusqlite::Connection) -> (i64, i64) {
+    conn.query_row("PRAGMA wal_checkpoint(NOOP)", [], |r| {
+        Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    })
+    .unwrap_or((0, 0))
 }

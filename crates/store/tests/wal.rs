@@ -117,8 +117,10 @@ fn the_wal_stays_bounded_while_commits_go_on() {
     );
 }
 
-/// While a request says it runs (`busy`), a nudge starts no checkpoint; once the request
-/// ends, the checkpoint follows; and a request that never ends puts it off only half a second.
+/// A long WAL is checkpointed without waiting for a quiet while, but still between
+/// requests: while a request says it runs (`busy`), a nudge starts no checkpoint; once the
+/// request ends, the checkpoint follows; a request that never ends puts it off only half a
+/// second.
 #[test]
 fn a_checkpoint_waits_for_the_request_under_way_but_not_forever() {
     let t = store();
@@ -139,6 +141,59 @@ fn a_checkpoint_waits_for_the_request_under_way_but_not_forever() {
     wait_for(&c, 2);
     assert!(
         asked.elapsed() >= Duration::from_millis(450),
+        "put off for {:?} only",
+        asked.elapsed()
+    );
+}
+
+/// Three commits of 1,000 small blobs each: recent rows past the thread's fold bound.
+fn recent_rows_to_fold(t: &TestStore, first_seed: u64) {
+    for seed in first_seed..first_seed + 3 {
+        let w = t.store.writer().unwrap();
+        for i in 0..1000 {
+            w.put_blob(&random(seed * 1000 + i, 100)).unwrap();
+        }
+        w.commit().unwrap();
+    }
+}
+
+fn wait_for_folds(c: &WalCheckpointer, folds: u64) {
+    let start = Instant::now();
+    while c.folds() < folds {
+        assert!(start.elapsed() < Duration::from_secs(30), "no fold");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// With a short WAL, the thread's work waits for the request under way and then for a quiet
+/// while (20 ms) after it, and a request that never ends puts it off about a second (half a
+/// second for the quiet while, half a second for the end of the request).
+#[test]
+fn a_fold_waits_for_a_quiet_while_after_the_requests() {
+    let t = TestStore::new();
+    let c = t.store.start_wal_checkpointer().unwrap();
+    t.store.leave_checkpoints_to(&c).unwrap();
+    recent_rows_to_fold(&t, 0);
+    let under_way = c.busy();
+    c.nudge();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(c.folds(), 0, "nothing while a request runs");
+    drop(under_way);
+    let ended = Instant::now();
+    wait_for_folds(&c, 1);
+    assert!(
+        ended.elapsed() >= Duration::from_millis(15),
+        "folded {:?} after the request ended",
+        ended.elapsed()
+    );
+
+    recent_rows_to_fold(&t, 10);
+    let _forever = c.busy();
+    let asked = Instant::now();
+    c.nudge();
+    wait_for_folds(&c, 2);
+    assert!(
+        asked.elapsed() >= Duration::from_millis(900),
         "put off for {:?} only",
         asked.elapsed()
     );
