@@ -36,11 +36,21 @@ fn wal(t: &TestStore) -> (i64, i64) {
     .unwrap()
 }
 
+/// Waits until the thread has completed `completed` checkpoints (30 s at most).
 fn wait_for(c: &WalCheckpointer, completed: u64) {
+    wait_until("no checkpoint", || c.completed() >= completed);
+}
+
+/// Waits until the thread has folded the recent rows `folds` times (30 s at most).
+fn wait_for_folds(c: &WalCheckpointer, folds: u64) {
+    wait_until("no fold", || c.folds() >= folds);
+}
+
+fn wait_until(what: &str, done: impl Fn() -> bool) {
     let start = Instant::now();
-    while c.completed() < completed {
-        assert!(start.elapsed() < Duration::from_secs(30), "no checkpoint");
-        std::thread::sleep(Duration::from_millis(5));
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -154,14 +164,6 @@ fn recent_rows_to_fold(t: &TestStore, first_seed: u64) {
             w.put_blob(&random(seed * 1000 + i, 100)).unwrap();
         }
         w.commit().unwrap();
-    }
-}
-
-fn wait_for_folds(c: &WalCheckpointer, folds: u64) {
-    let start = Instant::now();
-    while c.folds() < folds {
-        assert!(start.elapsed() < Duration::from_secs(30), "no fold");
-        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
