@@ -85,6 +85,7 @@ pub struct Service {
     live: Option<LiveWatch>,
     known: Option<std::sync::Arc<KnownIds>>,
     wal: Option<std::sync::Arc<WalCheckpointer>>,
+    page_cache: Option<u64>,
     on_relink: Option<OnRelink>,
 }
 
@@ -97,6 +98,7 @@ impl Service {
             live: None,
             known: None,
             wal: None,
+            page_cache: None,
             on_relink: None,
         }
     }
@@ -123,6 +125,15 @@ impl Service {
     /// into the database before it returns.
     pub fn with_wal_checkpointer(mut self, wal: std::sync::Arc<WalCheckpointer>) -> Service {
         self.wal = Some(wal);
+        self
+    }
+
+    /// Its store's connection caches at most `bytes` of database pages (see
+    /// [`rewind_store::Store::limit_page_cache`]): for a process that keeps many services open
+    /// at once (`rewind serve`, one per client), whose caches would each fill up to the
+    /// default bound.
+    pub fn with_page_cache(mut self, bytes: u64) -> Service {
+        self.page_cache = Some(bytes);
         self
     }
 
@@ -192,6 +203,10 @@ impl Service {
         if let Some(w) = &self.wal {
             // Best effort: a store that keeps its automatic checkpoint is correct, only slower.
             let _ = ws.store().leave_checkpoints_to(w);
+        }
+        if let Some(bytes) = self.page_cache {
+            // Best effort too: a larger cache only holds more memory.
+            let _ = ws.store().limit_page_cache(bytes);
         }
         Ok(self.ws.get_or_init(|| ws))
     }

@@ -315,13 +315,17 @@ impl Drop for Index {
     }
 }
 
+/// The page cache of an index connection (SQLite's `cache_size`): pages read through the
+/// mapping cost it little, pages in the WAL and pages written fill it.
+pub const PAGE_CACHE_BYTES: u64 = 16 << 20;
+
 impl Index {
     pub fn open(path: &Path) -> Result<Index> {
         let conn = open_database(path)?;
         // Point lookups of 100k objects touch most index pages: read them through a mapping
         // and keep them cached rather than pread them one page at a time.
         conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
-        conn.pragma_update(None, "cache_size", -(16i64 << 10))?;
+        conn.pragma_update(None, "cache_size", -(PAGE_CACHE_BYTES as i64 >> 10))?;
         let mut index = Index {
             path: path.to_owned(),
             conn: ReentrantMutex::new(conn),

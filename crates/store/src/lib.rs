@@ -43,7 +43,7 @@ pub use clone::{reflink, CloneContent};
 pub use extents::{exclusive_bytes, same_content};
 pub use gc::{object_cost, ObjectCost, SweepPlan, SweepStats};
 pub use id::{ObjectId, ObjectKind};
-pub use index::open_database;
+pub use index::{open_database, PAGE_CACHE_BYTES};
 pub use known::KnownIds;
 pub use transfer::{link_store_files, pack_tail_ids, PackFile};
 pub use tree::{valid_name, EntryKind, Listing, Tree, TreeEntry, FANOUT_AT};
@@ -443,6 +443,16 @@ impl Store {
                 .pragma_update(None, "wal_autocheckpoint", 0)?;
             let _ = self.index.recent_added.set(checkpointer.recent_added());
         }
+        Ok(())
+    }
+
+    /// Bounds the page cache of this store's connection to `bytes` (SQLite's `cache_size`;
+    /// [`PAGE_CACHE_BYTES`] when opened). A cache fills up to its bound with every page
+    /// a connection writes and keeps them: for a process that holds many stores open at once
+    /// (`rewind serve`, one per client), each of them a whole bound.
+    pub fn limit_page_cache(&self, bytes: u64) -> Result<()> {
+        let kib = i64::try_from(bytes / 1024).unwrap_or(i64::MAX);
+        self.index.conn().pragma_update(None, "cache_size", -kib)?;
         Ok(())
     }
 

@@ -20,6 +20,7 @@ mod gc;
 mod inline;
 mod known;
 mod memory;
+mod page_cache;
 mod roundtrip;
 mod transfer;
 mod wal;
